@@ -1,0 +1,37 @@
+"""estimator_lite: the tf.estimator API on current TensorFlow.
+
+Replace `tf.estimator` with `estimator_lite` (`import estimator_lite as est`).
+"""
+from estimator_lite import _legacy_keras
+
+# Must run before anything resolves tf.keras / tf.compat.v1.layers.
+_legacy_keras.select_legacy_keras()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from estimator_lite import export
+from estimator_lite.estimator import Estimator
+from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.hooks import CheckpointSaverHook
+from estimator_lite.hooks import CheckpointSaverListener
+from estimator_lite.hooks import FeedFnHook
+from estimator_lite.hooks import FinalOpsHook
+from estimator_lite.hooks import GlobalStepWaiterHook
+from estimator_lite.hooks import LoggingTensorHook
+from estimator_lite.hooks import NanLossDuringTrainingError
+from estimator_lite.hooks import NanTensorHook
+from estimator_lite.hooks import ProfilerHook
+from estimator_lite.hooks import SecondOrStepTimer
+from estimator_lite.hooks import SessionRunArgs
+from estimator_lite.hooks import SessionRunContext
+from estimator_lite.hooks import SessionRunHook
+from estimator_lite.hooks import SessionRunValues
+from estimator_lite.hooks import StepCounterHook
+from estimator_lite.hooks import StopAtStepHook
+from estimator_lite.hooks import StopAtTimeHook
+from estimator_lite.hooks import SummarySaverHook
+from estimator_lite.mode_keys import ModeKeys
+from estimator_lite.run_config import RunConfig
+from estimator_lite.warm_starting import VocabInfo
+from estimator_lite.warm_starting import WarmStartSettings
+
+__version__ = "0.1.0"

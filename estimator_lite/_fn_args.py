@@ -1,0 +1,42 @@
+"""Which arguments a user's model_fn / input_fn accepts, by name."""
+import functools
+import inspect
+
+
+def fn_args(fn):
+  """Returns the names a callable accepts, minus arguments bound by functools.partial.
+
+  Args:
+    fn: a function, method, functools.partial or callable object.
+
+  Returns:
+    tuple of parameter names (positional-or-keyword and keyword-only).
+  """
+  bound = set()
+  target = fn
+  while isinstance(target, functools.partial):
+    bound.update(target.keywords or {})
+    target = target.func
+  try:
+    signature = inspect.signature(fn)
+  except (TypeError, ValueError) as e:
+    raise TypeError(f"Cannot read the arguments of {fn!r}: {e}") from e
+  return tuple(
+      name for name, p in signature.parameters.items()
+      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in bound)
+
+
+def required_args(fn):
+  """Returns the parameter names of fn that have no default and are not bound."""
+  signature = inspect.signature(fn)
+  return tuple(
+      name for name, p in signature.parameters.items()
+      if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def describe(fn):
+  """A short name for error messages."""
+  name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+  if isinstance(fn, functools.partial):
+    name = f"functools.partial({describe(fn.func)})"
+  return name or repr(fn)

@@ -1,0 +1,113 @@
+"""Calls a user's input_fn and turns what it returns into (features, labels, hooks)."""
+import collections.abc
+
+import tensorflow as tf
+
+from estimator_lite import _fn_args
+
+_INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
+
+
+class _DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
+  """Initialises a dataset's iterator once the session exists."""
+
+  def __init__(self, iterator):
+    self._iterator = iterator
+
+  def begin(self):
+    self._initializer = self._iterator.initializer
+
+  def after_create_session(self, session, coord):
+    del coord
+    session.run(self._initializer)
+
+
+def input_context_for(config):
+  """The tf.distribute.InputContext for this process: one input pipeline per worker."""
+  num_pipelines = max(1, config.num_worker_replicas or 1)
+  pipeline_id = config.global_id_in_cluster or 0
+  if pipeline_id >= num_pipelines:  # ps or evaluator: read everything.
+    num_pipelines, pipeline_id = 1, 0
+  return tf.distribute.InputContext(num_input_pipelines=num_pipelines,
+                                    input_pipeline_id=pipeline_id,
+                                    num_replicas_in_sync=1)
+
+
+def call_input_fn(input_fn, mode, params, config):
+  """Calls input_fn with whichever of mode/params/config/input_context it names.
+
+  Raises:
+    TypeError: input_fn is not callable or needs an argument Estimator cannot give.
+  """
+  if not callable(input_fn):
+    raise TypeError(
+        f"input_fn must be callable, given: {input_fn!r}. Pass the function "
+        "itself (input_fn=my_input_fn), not its result.")
+  names = _fn_args.fn_args(input_fn)
+  unknown = [n for n in _fn_args.required_args(input_fn) if n not in _INPUT_FN_ARGS]
+  if unknown:
+    raise TypeError(
+        f"input_fn {_fn_args.describe(input_fn)} requires argument(s) {unknown}, but "
+        f"Estimator only passes {list(_INPUT_FN_ARGS)}. Bind the others with "
+        "functools.partial or a lambda.")
+  kwargs = {}
+  if "mode" in names:
+    kwargs["mode"] = mode
+  if "params" in names:
+    kwargs["params"] = params
+  if "config" in names:
+    kwargs["config"] = config
+  if "input_context" in names:
+    kwargs["input_context"] = input_context_for(config)
+  with tf.device("/cpu:0"):
+    return input_fn(**kwargs)
+
+
+def _is_dataset(value):
+  return isinstance(value, (tf.data.Dataset, tf.compat.v1.data.Dataset))
+
+
+def _check_structure(value, what, returned):
+  if isinstance(value, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)):
+    return
+  if isinstance(value, collections.abc.Mapping):
+    for key, item in value.items():
+      _check_structure(item, f"{what}[{key!r}]", returned)
+    return
+  raise TypeError(
+      f"input_fn returned {what} = {value!r}, which is not a Tensor, SparseTensor "
+      f"or dict of them (input_fn returned {type(returned).__name__}). An input_fn "
+      "returns a tf.data.Dataset of (features, labels) or of features, or a "
+      "(features, labels) tuple of tensors or dicts of tensors.")
+
+
+def parse_input_fn_result(result):
+  """Splits an input_fn result into features, labels and the hooks it needs.
+
+  Returns:
+    (features, labels or None, list of hooks)
+
+  Raises:
+    TypeError / ValueError: the result is not a supported structure; the message
+      says what was returned.
+  """
+  hooks = []
+  returned = result
+  if _is_dataset(result):
+    iterator = tf.compat.v1.data.make_initializable_iterator(result)
+    hooks.append(_DatasetInitializerHook(iterator))
+    result = iterator.get_next()
+  if isinstance(result, (list, tuple)):
+    if len(result) != 2:
+      raise ValueError(
+          f"input_fn should return (features, labels) as a len 2 tuple; it returned "
+          f"a {type(result).__name__} of length {len(result)}: {result!r}.")
+    features, labels = result
+  else:
+    features, labels = result, None
+  if features is None:
+    raise TypeError(f"input_fn returned no features (None); it returned {returned!r}.")
+  _check_structure(features, "features", returned)
+  if labels is not None:
+    _check_structure(labels, "labels", returned)
+  return features, labels, hooks

@@ -1,0 +1,16 @@
+"""Keeps tf.compat.v1's deprecation notices out of the user's logs.
+
+Every compat.v1 call the Estimator machinery makes (and most a model_fn makes)
+prints a multi-line "is deprecated" warning once; a user of estimator_lite chose
+graph mode on purpose and should not read a wall of them.
+"""
+import contextlib
+
+from tensorflow.python.util import deprecation as _deprecation
+
+
+@contextlib.contextmanager
+def quiet_deprecations():
+  """Context manager that silences TensorFlow deprecation notices inside it."""
+  with _deprecation.silence():
+    yield

@@ -1,0 +1,308 @@
+"""RunConfig: where and how an Estimator runs (model_dir, checkpoints, cluster role)."""
+import copy
+import os
+
+import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
+
+from estimator_lite import _tf_config
+
+_USE_DEFAULT = object()
+_DEFAULT_CHECKPOINT_SECS = 600
+
+_REPLACEABLE = (
+    "model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
+    "save_checkpoints_secs", "session_config", "keep_checkpoint_max",
+    "keep_checkpoint_every_n_hours", "log_step_count_steps", "train_distribute",
+    "device_fn", "protocol", "eval_distribute", "experimental_distribute",
+    "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
+    "checkpoint_save_graph_def")
+
+
+class TaskType:
+  """Names of the jobs in TF_CONFIG's cluster."""
+  MASTER = _tf_config.MASTER
+  PS = _tf_config.PS
+  WORKER = _tf_config.WORKER
+  CHIEF = _tf_config.CHIEF
+  EVALUATOR = _tf_config.EVALUATOR
+
+
+def _check_count(name, value, minimum, allow_none=True):
+  if value is None and allow_none:
+    return
+  if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+    raise ValueError(
+        f"RunConfig({name}={value!r}): {name} must be a number >= {minimum}"
+        + (" or None." if allow_none else "."))
+
+
+def _default_session_config(role):
+  # tf.estimator's default: one Grappler pass keeps graph setup (time to the
+  # first step) short without changing results.
+  config = tf.compat.v1.ConfigProto(
+      allow_soft_placement=True,
+      graph_options=tf.compat.v1.GraphOptions(
+          rewrite_options=rewriter_config_pb2.RewriterConfig(
+              meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)))
+  if role.distributed and role.task_type in (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER):
+    # A worker talks to the ps tasks and itself only, so it neither waits for
+    # nor depends on the other workers being up.
+    config.device_filters.extend(
+        ["/job:ps", f"/job:{role.task_type}/task:{role.task_id}"])
+  return config
+
+
+class RunConfig:
+  """Configuration of an Estimator run: tf.estimator's RunConfig, argument for argument.
+
+  The cluster role (task_type, task_id, is_chief, master, ...) is read from the
+  TF_CONFIG environment variable at construction; see DESIGN.md, "Roles from
+  TF_CONFIG".
+
+  Args:
+    model_dir: directory for checkpoints, summaries and exports.
+    tf_random_seed: graph-level random seed.
+    save_summary_steps: write summaries every this many steps (None: never).
+    save_checkpoints_steps: save every this many steps; excludes
+      save_checkpoints_secs.
+    save_checkpoints_secs: save every this many seconds; 600 when neither is
+      given. Both explicitly None disables periodic checkpoints.
+    session_config: a `tf.compat.v1.ConfigProto`.
+    keep_checkpoint_max: newest checkpoints to keep (None or 0: all).
+    keep_checkpoint_every_n_hours: also keep one checkpoint every N hours.
+    log_step_count_steps: log loss and global_step/sec every N steps.
+    train_distribute: a `tf.distribute.Strategy` for training (see README).
+    device_fn: function of an Operation returning its device, overriding the
+      default placement (e.g. `replica_device_setter`).
+    protocol: server protocol, "grpc" by default.
+    eval_distribute: a `tf.distribute.Strategy` for evaluation.
+    experimental_distribute: accepted for signature compatibility; unused.
+    experimental_max_worker_delay_secs: cap on the staggered start of workers.
+    session_creation_timeout_secs: how long a worker waits for the chief's
+      session (initialisation) before failing.
+    checkpoint_save_graph_def: write graph.pbtxt and the graph into .meta files.
+
+  Raises:
+    ValueError: a value out of range, both checkpoint cadences given, or a
+      malformed TF_CONFIG (the message quotes it).
+  """
+
+  def __init__(self,
+               model_dir=None,
+               tf_random_seed=None,
+               save_summary_steps=100,
+               save_checkpoints_steps=_USE_DEFAULT,
+               save_checkpoints_secs=_USE_DEFAULT,
+               session_config=None,
+               keep_checkpoint_max=5,
+               keep_checkpoint_every_n_hours=10000,
+               log_step_count_steps=100,
+               train_distribute=None,
+               device_fn=None,
+               protocol=None,
+               eval_distribute=None,
+               experimental_distribute=None,
+               experimental_max_worker_delay_secs=None,
+               session_creation_timeout_secs=7200,
+               checkpoint_save_graph_def=True):
+    if (save_checkpoints_steps not in (_USE_DEFAULT, None) and
+        save_checkpoints_secs not in (_USE_DEFAULT, None)):
+      raise ValueError(
+          "Can not specify both checkpoint_steps and checkpoint_secs: got "
+          f"save_checkpoints_steps={save_checkpoints_steps!r} and "
+          f"save_checkpoints_secs={save_checkpoints_secs!r}; pass only one.")
+    if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
+      save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_CHECKPOINT_SECS
+    if save_checkpoints_steps is _USE_DEFAULT:
+      save_checkpoints_steps = None
+    if save_checkpoints_secs is _USE_DEFAULT:
+      save_checkpoints_secs = None
+    if model_dir is not None:
+      model_dir = os.fspath(model_dir)
+      if not isinstance(model_dir, str) or not model_dir:
+        raise ValueError(f"RunConfig(model_dir={model_dir!r}): model_dir must be a non-empty path.")
+    _check_count("save_summary_steps", save_summary_steps, 0)
+    _check_count("save_checkpoints_steps", save_checkpoints_steps, 1)
+    _check_count("save_checkpoints_secs", save_checkpoints_secs, 0)
+    _check_count("keep_checkpoint_max", keep_checkpoint_max, 0)
+    _check_count("keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours, 0)
+    _check_count("log_step_count_steps", log_step_count_steps, 1)
+    _check_count("session_creation_timeout_secs", session_creation_timeout_secs, 0, allow_none=False)
+    _check_count("experimental_max_worker_delay_secs", experimental_max_worker_delay_secs, 0)
+    if tf_random_seed is not None and (isinstance(tf_random_seed, bool) or
+                                       not isinstance(tf_random_seed, int)):
+      raise ValueError(f"RunConfig(tf_random_seed={tf_random_seed!r}): the seed must be an int or None.")
+    if session_config is not None and not isinstance(session_config, tf.compat.v1.ConfigProto):
+      raise ValueError(
+          f"RunConfig(session_config={session_config!r}): pass a tf.compat.v1.ConfigProto or None.")
+    if device_fn is not None and not callable(device_fn):
+      raise ValueError(f"RunConfig(device_fn={device_fn!r}): device_fn must be callable (op -> device string).")
+
+    self._model_dir = model_dir
+    self._tf_random_seed = tf_random_seed
+    self._save_summary_steps = save_summary_steps
+    self._save_checkpoints_steps = save_checkpoints_steps
+    self._save_checkpoints_secs = save_checkpoints_secs
+    self._user_session_config = session_config
+    self._keep_checkpoint_max = keep_checkpoint_max
+    self._keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+    self._log_step_count_steps = log_step_count_steps
+    self._train_distribute = train_distribute
+    self._device_fn = device_fn
+    self._protocol = protocol
+    self._eval_distribute = eval_distribute
+    self._experimental_distribute = experimental_distribute
+    self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
+    self._session_creation_timeout_secs = session_creation_timeout_secs
+    self._checkpoint_save_graph_def = checkpoint_save_graph_def
+    self._role = _tf_config.parse_tf_config(os.environ.get("TF_CONFIG"))
+
+  # -- what the user set ------------------------------------------------------
+  @property
+  def model_dir(self):
+    return self._model_dir
+
+  @property
+  def tf_random_seed(self):
+    return self._tf_random_seed
+
+  @property
+  def save_summary_steps(self):
+    return self._save_summary_steps
+
+  @property
+  def save_checkpoints_steps(self):
+    return self._save_checkpoints_steps
+
+  @property
+  def save_checkpoints_secs(self):
+    return self._save_checkpoints_secs
+
+  @property
+  def session_config(self):
+    if self._user_session_config is not None:
+      return self._user_session_config
+    return _default_session_config(self._role)
+
+  @property
+  def keep_checkpoint_max(self):
+    return self._keep_checkpoint_max
+
+  @property
+  def keep_checkpoint_every_n_hours(self):
+    return self._keep_checkpoint_every_n_hours
+
+  @property
+  def log_step_count_steps(self):
+    return self._log_step_count_steps
+
+  @property
+  def train_distribute(self):
+    return self._train_distribute
+
+  @property
+  def eval_distribute(self):
+    return self._eval_distribute
+
+  @property
+  def experimental_distribute(self):
+    return self._experimental_distribute
+
+  @property
+  def device_fn(self):
+    return self._device_fn
+
+  @property
+  def protocol(self):
+    return self._protocol
+
+  @property
+  def experimental_max_worker_delay_secs(self):
+    return self._experimental_max_worker_delay_secs
+
+  @property
+  def session_creation_timeout_secs(self):
+    return self._session_creation_timeout_secs
+
+  @property
+  def checkpoint_save_graph_def(self):
+    return self._checkpoint_save_graph_def
+
+  # -- what TF_CONFIG says ----------------------------------------------------
+  @property
+  def cluster_spec(self):
+    return self._role.cluster_spec
+
+  @property
+  def task_type(self):
+    return self._role.task_type
+
+  @property
+  def task_id(self):
+    return self._role.task_id
+
+  @property
+  def master(self):
+    return self._role.master
+
+  @property
+  def evaluation_master(self):
+    return self._role.evaluation_master
+
+  @property
+  def num_ps_replicas(self):
+    return self._role.num_ps_replicas
+
+  @property
+  def num_worker_replicas(self):
+    return self._role.num_worker_replicas
+
+  @property
+  def is_chief(self):
+    return self._role.is_chief
+
+  @property
+  def global_id_in_cluster(self):
+    return self._role.global_id_in_cluster
+
+  @property
+  def service(self):
+    return None
+
+  def replace(self, **kwargs):
+    """Returns a new RunConfig with the given properties replaced.
+
+    Only the constructor's arguments can be replaced; the cluster role is read
+    from TF_CONFIG again.
+
+    Raises:
+      ValueError: a property that cannot be replaced, or an invalid value.
+    """
+    unknown = sorted(set(kwargs) - set(_REPLACEABLE))
+    if unknown:
+      raise ValueError(
+          f"Replacing {unknown} is not supported. Allowed properties are "
+          f"{list(_REPLACEABLE)}.")
+    new = copy.copy(self)
+    values = self._constructor_values()
+    values.update(kwargs)
+    # Re-run validation (and the both-cadences rule) through __init__ on the
+    # copy, so subclasses keep their type and their own attributes.
+    if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" not in kwargs:
+      values["save_checkpoints_secs"] = None if kwargs["save_checkpoints_steps"] is not None else values["save_checkpoints_secs"]
+    if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs:
+      values["save_checkpoints_steps"] = None if kwargs["save_checkpoints_secs"] is not None else values["save_checkpoints_steps"]
+    RunConfig.__init__(new, **values)
+    return new
+
+  def _constructor_values(self):
+    values = {name: getattr(self, "_" + name) for name in _REPLACEABLE
+              if name != "session_config"}
+    values["session_config"] = self._user_session_config
+    return values
+
+  def __repr__(self):
+    return ("RunConfig(" + ", ".join(
+        f"{name}={value!r}" for name, value in sorted(self._constructor_values().items()))
+            + f", task_type={self.task_type!r}, task_id={self.task_id!r})")

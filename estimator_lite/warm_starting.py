@@ -1,0 +1,75 @@
+"""WarmStartSettings and VocabInfo: initialise a new model from another's checkpoint."""
+import os
+
+import attrs
+import tensorflow as tf
+
+# TensorFlow's own class, as tf.estimator re-exported it.
+VocabInfo = tf.compat.v1.train.VocabInfo
+
+
+def _check_path(instance, attribute, value):
+  del instance, attribute
+  if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+    raise ValueError(
+        f"WarmStartSettings(ckpt_to_initialize_from={value!r}): pass a checkpoint "
+        "prefix, a model_dir holding checkpoints, or a SavedModel directory.")
+
+
+@attrs.frozen
+class WarmStartSettings:
+  """Which variables to initialise from which checkpoint, when there is no checkpoint yet.
+
+  Warm-starting only sets initial values: once model_dir has a checkpoint,
+  training restores from it instead.
+
+  Args:
+    ckpt_to_initialize_from: checkpoint prefix, directory with checkpoints, or
+      SavedModel directory.
+    vars_to_warm_start: regex (or list of names/variables) of the trainable
+      variables to warm-start; ".*" by default; None for none.
+    var_name_to_vocab_info: dict of variable name -> `VocabInfo`, for
+      embeddings whose vocabulary changed.
+    var_name_to_prev_var_name: dict of new variable name -> name in the old
+      checkpoint, for renamed variables.
+  """
+
+  ckpt_to_initialize_from: str = attrs.field(converter=lambda v: os.fspath(v) if isinstance(v, os.PathLike) else v,
+                                             validator=_check_path)
+  vars_to_warm_start: object = ".*"
+  var_name_to_vocab_info: dict = attrs.field(default=None, converter=lambda v: dict(v or {}))
+  var_name_to_prev_var_name: dict = attrs.field(default=None, converter=lambda v: dict(v or {}))
+
+  def replace(self, **changes):
+    """Returns a copy with `changes` applied."""
+    return attrs.evolve(self, **changes)
+
+  _replace = replace
+
+
+def resolve(warm_start_from):
+  """Turns Estimator's warm_start_from (path or settings) into WarmStartSettings or None."""
+  if warm_start_from is None:
+    return None
+  if isinstance(warm_start_from, (str, os.PathLike)):
+    settings = WarmStartSettings(ckpt_to_initialize_from=warm_start_from)
+  elif isinstance(warm_start_from, WarmStartSettings):
+    settings = warm_start_from
+  else:
+    raise ValueError(
+        f"warm_start_from must be a path or a WarmStartSettings, given {warm_start_from!r}.")
+  path = settings.ckpt_to_initialize_from
+  saved_model_vars = os.path.join(path, "variables", "variables")
+  if tf.io.gfile.exists(saved_model_vars + ".index"):
+    settings = settings.replace(ckpt_to_initialize_from=saved_model_vars)
+  return settings
+
+
+def apply(settings):
+  """Overrides the initialisers of the current graph's variables per `settings`."""
+  tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %r", settings)
+  tf.compat.v1.train.warm_start(
+      ckpt_to_initialize_from=settings.ckpt_to_initialize_from,
+      vars_to_warm_start=settings.vars_to_warm_start,
+      var_name_to_vocab_info=settings.var_name_to_vocab_info or None,
+      var_name_to_prev_var_name=settings.var_name_to_prev_var_name or None)
