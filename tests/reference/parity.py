@@ -82,6 +82,36 @@ def _listing(model_dir):
   return sorted(names)
 
 
+# Scalar summaries whose values are timings, compared by step only.
+_TIMING_TAGS = ("global_step/sec", "examples/sec")
+
+
+def _events(model_dir):
+  """{events dir: {tag: [[step, value], ...]}} of the scalar summaries under model_dir."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  out = {}
+  for root, _, files in os.walk(model_dir):
+    for name in sorted(files):
+      if not name.startswith("events.out.tfevents."):
+        continue
+      rel = os.path.relpath(root, model_dir)
+      tags = out.setdefault("model_dir" if rel == "." else rel, {})
+      for event in tf.compat.v1.train.summary_iterator(os.path.join(root, name)):
+        for value in event.summary.value:
+          if value.HasField("simple_value"):
+            number = float(value.simple_value)
+          elif value.HasField("tensor") and not value.tensor.tensor_shape.dim:
+            number = tf.make_ndarray(value.tensor).item()
+            if isinstance(number, bytes):
+              continue  # a text summary
+          else:
+            continue
+          if value.tag in _TIMING_TAGS:
+            number = None
+          tags.setdefault(value.tag, []).append([int(event.step), number])
+  return out
+
+
 def _program(lp, est, name):
   """(model_fn, params, config, train_input_fn, eval_input_fn, predict_input_fn)."""
   if name == "linear":
@@ -132,6 +162,7 @@ def _train_record(lp, est, name, model_dir):
       "predictions": predictions,
       "checkpoint": lp.checkpoint_state(model_dir),
       "files": _listing(model_dir),
+      "events": _events(model_dir),
   }
 
 
@@ -360,9 +391,11 @@ def drive(args):
   bad = [r for r in rows if r[4] in ("DIFF", "MISSING")]
   if bad:
     print(f"\nPARITY FAILED: {len(bad)} of {len(rows)} quantities differ:")
+    flat_ref, flat_lite = _flatten(_comparable(ref)), _flatten(_comparable(lite))
     for row in bad:
-      print(f"  {row[0]}: tf.estimator {row[1]} vs estimator_lite {row[2]} "
-            f"{row[3]} {row[4]}")
+      print(f"  {row[0]} ({row[4]}{', max|diff| ' + row[3] if row[3] else ''}):")
+      print(f"    tf.estimator:   {json.dumps(flat_ref.get(row[0], '<missing>'))[:2000]}")
+      print(f"    estimator_lite: {json.dumps(flat_lite.get(row[0], '<missing>'))[:2000]}")
     print(f"(model_dirs and logs kept in {workdir})")
     return 1
   print(f"\nPARITY OK: {len(rows)} quantities agree within {args.tolerance:g}")
