@@ -81,6 +81,21 @@ def _check_structure(value, what, returned):
       "(features, labels) tuple of tensors or dicts of tensors.")
 
 
+def dataset_iterator(result, why):
+  """Returns (initializable iterator, its initializer hook) for a Dataset result.
+
+  Raises:
+    TypeError: result is not a tf.data.Dataset; `why` says what needs one.
+  """
+  if not _is_dataset(result):
+    raise TypeError(
+        f"{why} needs input_fn to return a tf.data.Dataset; it returned "
+        f"{type(result).__name__}: {result!r}. Wrap the tensors in "
+        "tf.data.Dataset.from_tensor_slices(...) or from_generator(...).")
+  iterator = tf.compat.v1.data.make_initializable_iterator(result)
+  return iterator, _DatasetInitializerHook(iterator)
+
+
 def parse_input_fn_result(result):
   """Splits an input_fn result into features, labels and the hooks it needs.
 
@@ -94,8 +109,8 @@ def parse_input_fn_result(result):
   hooks = []
   returned = result
   if _is_dataset(result):
-    iterator = tf.compat.v1.data.make_initializable_iterator(result)
-    hooks.append(_DatasetInitializerHook(iterator))
+    iterator, hook = dataset_iterator(result, "")
+    hooks.append(hook)
     result = iterator.get_next()
   if isinstance(result, (list, tuple)):
     if len(result) != 2:

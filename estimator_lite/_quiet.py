@@ -5,6 +5,7 @@ prints a multi-line "is deprecated" warning once; a user of estimator_lite chose
 graph mode on purpose and should not read a wall of them.
 """
 import contextlib
+import warnings
 
 from tensorflow.python.util import deprecation as _deprecation
 
@@ -12,5 +13,8 @@ from tensorflow.python.util import deprecation as _deprecation
 @contextlib.contextmanager
 def quiet_deprecations():
   """Context manager that silences TensorFlow deprecation notices inside it."""
-  with _deprecation.silence():
+  with _deprecation.silence(), warnings.catch_warnings():
+    # tf-keras's legacy tf.compat.v1.layers warn through Python warnings.
+    warnings.filterwarnings("ignore", message=r".*is deprecated and will be removed",
+                            category=UserWarning)
     yield

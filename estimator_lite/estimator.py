@@ -14,6 +14,7 @@ from estimator_lite import _inputs
 from estimator_lite import _metrics
 from estimator_lite import _quiet
 from estimator_lite import _summaries
+from estimator_lite import _train_loop
 from estimator_lite import warm_starting
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -235,10 +236,8 @@ class Estimator:
         return self
     hooks = _check_hooks_type(hooks, "Estimator.train(hooks=...)")
     saving_listeners = _check_listeners(saving_listeners)
-    if steps is not None or max_steps is not None:
-      hooks.append(tf.compat.v1.train.StopAtStepHook(steps, max_steps))
     with _quiet.quiet_deprecations():
-      loss = self._train_model(input_fn, hooks, saving_listeners)
+      loss = self._train_model(input_fn, hooks, saving_listeners, steps, max_steps)
     _logging.info("Loss for final step: %s.", loss)
     return self
 
@@ -304,23 +303,50 @@ class Estimator:
             defer_build=True,
             save_relative_paths=True))
 
-  def _train_model(self, input_fn, hooks, saving_listeners):
+  def _train_model(self, input_fn, hooks, saving_listeners, steps, max_steps):
     with tf.Graph().as_default() as graph, graph.device(self._device_fn()):
       tf.compat.v1.set_random_seed(self._config.tf_random_seed)
-      global_step = tf.compat.v1.train.get_or_create_global_step(graph)
+      tf.compat.v1.train.get_or_create_global_step(graph)
       # The read that hooks (StepCounterHook, LoggingTensorHook) share must
-      # exist before model_fn, so the optimizer's increment runs after it and
-      # hooks never see a stale step (as tf.estimator did).
+      # exist before model_fn, as tf.estimator made it.
       training_util._get_or_create_global_step_read(graph)  # pylint: disable=protected-access
-      features, labels, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.TRAIN)
-      spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self._config)
-      global_step = tf.compat.v1.train.get_global_step(graph)
-      if global_step is None:
-        raise ValueError("model_fn removed the global step; keep "
-                         "tf.compat.v1.train.get_or_create_global_step().")
-      return self._train_with_spec(spec, input_hooks + hooks, global_step, saving_listeners)
+      if self._config.steps_per_loop > 1:
+        spec, input_hooks, stop_hooks, logged_step = self._build_training_loop(
+            input_fn, steps, max_steps)
+      else:
+        features, labels, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.TRAIN)
+        spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self._config)
+        stop_hooks = []
+        if steps is not None or max_steps is not None:
+          stop_hooks = [tf.compat.v1.train.StopAtStepHook(steps, max_steps)]
+        logged_step = tf.compat.v1.train.get_global_step(graph)
+        if logged_step is None:
+          raise ValueError("model_fn removed the global step; keep "
+                           "tf.compat.v1.train.get_or_create_global_step().")
+      return self._train_with_spec(spec, input_hooks + hooks + stop_hooks, logged_step,
+                                   saving_listeners)
 
-  def _train_with_spec(self, spec, worker_hooks, global_step, saving_listeners):
+  def _build_training_loop(self, input_fn, steps, max_steps):
+    """Builds RunConfig(steps_per_loop=K)'s in-graph loop; see _train_loop."""
+    result = _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self._config)
+    iterator, input_hook = _inputs.dataset_iterator(
+        result, f"RunConfig(steps_per_loop={self._config.steps_per_loop})")
+
+    def next_batch():
+      features, labels, _ = _inputs.parse_input_fn_result(iterator.get_next())
+      return features, labels
+
+    def call_model_fn(features, labels):
+      return self._call_model_fn(features, labels, ModeKeys.TRAIN, self._config)
+
+    spec, loop_size, loop_global_step = _train_loop.build_training_loop(
+        next_batch, call_model_fn, self._config.steps_per_loop)
+    stop_hook = _train_loop.LoopSizeHook(loop_size, loop_global_step,
+                                         self._config.steps_per_loop, steps, max_steps)
+    return spec, [input_hook], [stop_hook], loop_global_step
+
+  def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners):
+    """Runs the training session; `logged_step` is the step the loss log shows."""
     config = self._config
     if self._warm_start_settings:
       warm_starting.apply(self._warm_start_settings)
@@ -328,9 +354,11 @@ class Estimator:
     worker_hooks = list(worker_hooks)
     worker_hooks.append(tf.compat.v1.train.NanTensorHook(spec.loss))
     if config.log_step_count_steps is not None:
+      # LoggingTensorHook counts Session.run calls; with steps_per_loop each
+      # call is steps_per_loop steps.
       worker_hooks.append(tf.compat.v1.train.LoggingTensorHook(
-          {"loss": spec.loss, "step": global_step},
-          every_n_iter=config.log_step_count_steps))
+          {"loss": spec.loss, "step": logged_step},
+          every_n_iter=-(-config.log_step_count_steps // config.steps_per_loop)))
     worker_hooks.extend(spec.training_hooks)
     scaffold = spec.scaffold
     self._default_saver(scaffold)

@@ -16,7 +16,7 @@ _REPLACEABLE = (
     "keep_checkpoint_every_n_hours", "log_step_count_steps", "train_distribute",
     "device_fn", "protocol", "eval_distribute", "experimental_distribute",
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
-    "checkpoint_save_graph_def")
+    "checkpoint_save_graph_def", "steps_per_loop")
 
 
 class TaskType:
@@ -82,6 +82,11 @@ class RunConfig:
     session_creation_timeout_secs: how long a worker waits for the chief's
       session (initialisation) before failing.
     checkpoint_save_graph_def: write graph.pbtxt and the graph into .meta files.
+    steps_per_loop: keyword-only, estimator_lite's own: train this many steps
+      per `Session.run` in an in-graph loop (TPUEstimator's
+      iterations_per_loop). Hooks, logging, summaries and checkpoints then
+      happen every K steps; input_fn must return a `tf.data.Dataset`. See
+      README, "steps_per_loop".
 
   Raises:
     ValueError: a value out of range, both checkpoint cadences given, or a
@@ -105,7 +110,9 @@ class RunConfig:
                experimental_distribute=None,
                experimental_max_worker_delay_secs=None,
                session_creation_timeout_secs=7200,
-               checkpoint_save_graph_def=True):
+               checkpoint_save_graph_def=True,
+               *,
+               steps_per_loop=1):
     if (save_checkpoints_steps not in (_USE_DEFAULT, None) and
         save_checkpoints_secs not in (_USE_DEFAULT, None)):
       raise ValueError(
@@ -130,6 +137,10 @@ class RunConfig:
     _check_count("log_step_count_steps", log_step_count_steps, 1)
     _check_count("session_creation_timeout_secs", session_creation_timeout_secs, 0, allow_none=False)
     _check_count("experimental_max_worker_delay_secs", experimental_max_worker_delay_secs, 0)
+    if isinstance(steps_per_loop, bool) or not isinstance(steps_per_loop, int) or steps_per_loop < 1:
+      raise ValueError(
+          f"RunConfig(steps_per_loop={steps_per_loop!r}): steps_per_loop must be an int >= 1 "
+          "(1 runs one step per Session.run, as tf.estimator did).")
     if tf_random_seed is not None and (isinstance(tf_random_seed, bool) or
                                        not isinstance(tf_random_seed, int)):
       raise ValueError(f"RunConfig(tf_random_seed={tf_random_seed!r}): the seed must be an int or None.")
@@ -156,6 +167,7 @@ class RunConfig:
     self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
     self._session_creation_timeout_secs = session_creation_timeout_secs
     self._checkpoint_save_graph_def = checkpoint_save_graph_def
+    self._steps_per_loop = steps_per_loop
     self._role = _tf_config.parse_tf_config(os.environ.get("TF_CONFIG"))
 
   # -- what the user set ------------------------------------------------------
@@ -228,6 +240,10 @@ class RunConfig:
   @property
   def checkpoint_save_graph_def(self):
     return self._checkpoint_save_graph_def
+
+  @property
+  def steps_per_loop(self):
+    return self._steps_per_loop
 
   # -- what TF_CONFIG says ----------------------------------------------------
   @property
