@@ -29,6 +29,7 @@ from estimator_lite.hooks import StepCounterHook
 from estimator_lite.hooks import StopAtStepHook
 from estimator_lite.hooks import StopAtTimeHook
 from estimator_lite.hooks import SummarySaverHook
+from estimator_lite._preemption import Preempted
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 from estimator_lite.warm_starting import VocabInfo

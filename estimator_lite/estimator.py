@@ -12,6 +12,7 @@ from tensorflow.python.training import training_util
 from estimator_lite import _fn_args
 from estimator_lite import _inputs
 from estimator_lite import _metrics
+from estimator_lite import _preemption
 from estimator_lite import _quiet
 from estimator_lite import _summaries
 from estimator_lite import _train_loop
@@ -387,13 +388,19 @@ class Estimator:
 
     loss = None
     any_step_done = False
-    with tf.compat.v1.train.MonitoredTrainingSession(
+    watcher = _preemption.SigtermWatcher()
+    worker_hooks.append(watcher.hook())
+    with watcher, tf.compat.v1.train.MonitoredTrainingSession(
         master=config.master,
         is_chief=config.is_chief,
         checkpoint_dir=self._model_dir,
         scaffold=scaffold,
-        hooks=worker_hooks,
-        chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+        # MonitoredTrainingSession runs chief_only_hooks first; our saver goes
+        # after the NanTensorHook instead, so a step whose loss is NaN raises
+        # before its NaN weights can be saved as the latest checkpoint
+        # (tf.estimator 2.15 saved them when the save fell on that step).
+        hooks=worker_hooks + (chief_hooks if config.is_chief else []),
+        chief_only_hooks=tuple(spec.training_chief_hooks),
         save_checkpoint_secs=0,
         save_summaries_steps=config.save_summary_steps,
         config=config.session_config,
@@ -406,6 +413,10 @@ class Estimator:
     if not any_step_done:
       _logging.warning("Training with estimator made no steps. Perhaps input is "
                        "empty or misspecified.")
+    if watcher.requested:
+      preempted = _preemption.Preempted(self._latest_global_step(), self.latest_checkpoint())
+      _logging.warning("%s Exiting with status %d.", preempted, preempted.code)
+      raise preempted
     return loss
 
   # -- evaluate -----------------------------------------------------------------
