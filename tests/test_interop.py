@@ -39,8 +39,7 @@ def _checkpoint_values(model_dir):
 
 
 def _config():
-  # The fixture was written with this config; the same cadence here makes the
-  # checkpoint list comparable with what tf.estimator wrote.
+  # The config the fixture was written with (checkpoint list comparable).
   return est.RunConfig(save_checkpoints_steps=10)
 
 
@@ -71,8 +70,8 @@ def test_tf215_model_dir_resumes_under_estimator_lite(tmp_path, expected):
 
   snapshot = lp.make_variable_snapshot_hook(est, VARIABLES)
   recorder = lp.make_loss_recorder(est)
-  estimator = est.Estimator(lp.make_linear_model_fn(est), model_dir=model_dir,
-                            config=_config())
+  # Default RunConfig, as make_tf215_fixture.py resumed it under tf.estimator.
+  estimator = est.Estimator(lp.make_linear_model_fn(est), model_dir=model_dir)
   estimator.train(lp.linear_train_input_fn, max_steps=30,
                   hooks=[snapshot, recorder])
 

@@ -16,7 +16,8 @@ What it does, with the linear program of tests/reference/linear_program.py:
      checkpoint, model.ckpt-{0,10,20}.{index,data-00000-of-00001,meta},
      graph.pbtxt and one events file;
   2. copies MODEL_DIR to a temporary directory and resumes training there with
-     tf.estimator up to max_steps=30, recording what tf.estimator did: the
+     `tf.estimator.Estimator(linear_model_fn, model_dir=copy)` (default
+     RunConfig) up to max_steps=30, recording what tf.estimator did: the
      variables right after the restore, the per-step losses, the variables at
      step 30 and the checkpoint list; written next to MODEL_DIR as
      `<MODEL_DIR>_expected.json`, so the estimator_lite test can compare its own
@@ -54,8 +55,7 @@ def _variables(tf, model_dir):
           for name in sorted(reader.get_variable_to_shape_map())}
 
 
-def _estimator(tf, model_dir):
-  config = tf.estimator.RunConfig(save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS)
+def _estimator(tf, model_dir, config=None):
   return tf.estimator.Estimator(lp.make_linear_model_fn(tf.estimator),
                                 model_dir=model_dir, config=config)
 
@@ -70,8 +70,9 @@ def main(argv):
 
   # 1. The fixture itself.
   recorder = lp.make_loss_recorder(tf.estimator)
-  _estimator(tf, model_dir).train(lp.linear_train_input_fn,
-                                  max_steps=FIRST_STEPS, hooks=[recorder])
+  config = tf.estimator.RunConfig(save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS)
+  _estimator(tf, model_dir, config).train(lp.linear_train_input_fn,
+                                          max_steps=FIRST_STEPS, hooks=[recorder])
   state = lp.checkpoint_state(model_dir)
   for path in [state["model_checkpoint_path"]] + state["all_model_checkpoint_paths"]:
     if os.path.isabs(path):
@@ -87,6 +88,7 @@ def main(argv):
     shutil.copytree(model_dir, resumed_dir)
     snapshot = lp.make_variable_snapshot_hook(tf.estimator, ["w", "b", "global_step"])
     resume_recorder = lp.make_loss_recorder(tf.estimator)
+    # Default RunConfig, as the estimator_lite test resumes it.
     _estimator(tf, resumed_dir).train(lp.linear_train_input_fn,
                                       max_steps=RESUME_MAX_STEPS,
                                       hooks=[snapshot, resume_recorder])

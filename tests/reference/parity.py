@@ -153,10 +153,27 @@ def _train_record(lp, est, name, model_dir):
   for row in estimator.predict(predict_fn):
     for key, value in row.items():
       predictions.setdefault(key, []).append(_to_json(value))
+  # Less common arguments: a named partial evaluation, an older checkpoint,
+  # whole batches, a subset of the prediction keys.
+  older = os.path.join(model_dir, f"model.ckpt-{SAVE_CHECKPOINTS_STEPS}")
+  extra = {
+      "evaluate(steps=2,name=partial)": _to_json(dict(
+          estimator.evaluate(eval_fn, steps=2, name="partial"))),
+      "evaluate(checkpoint_path=ckpt-10)": _to_json(dict(
+          estimator.evaluate(eval_fn, checkpoint_path=older))),
+      "predict(yield_single_examples=False)": [
+          _to_json(batch) for batch in
+          estimator.predict(predict_fn, yield_single_examples=False)],
+      "predict(checkpoint_path=ckpt-10,predict_keys)": [
+          _to_json(row) for row in estimator.predict(
+              predict_fn, checkpoint_path=older,
+              predict_keys=[sorted(predictions)[0]])],
+  }
   return {
       "losses": losses,
       "train_start_steps": start_steps,
       "eval": _to_json(dict(eval_results)),
+      "more": extra,
       "variable_names": sorted(estimator.get_variable_names()),
       "variables": _variables(estimator),
       "predictions": predictions,
@@ -235,6 +252,11 @@ def _flatten(value, prefix=""):
     out = {}
     for key in sorted(value):
       out.update(_flatten(value[key], f"{prefix}/{key}" if prefix else key))
+    return out
+  if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+    out = {f"{prefix}/length": len(value)}
+    for i, item in enumerate(value):
+      out.update(_flatten(item, f"{prefix}[{i}]"))
     return out
   return {prefix: value}
 
@@ -338,9 +360,7 @@ def drive(args):
 
   base_env = dict(os.environ)
   base_env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-  ref_env_vars = dict(base_env)
-  ref_env_vars.pop("TF_USE_LEGACY_KERAS", None)  # TF 2.15 ships Keras 2 itself
-  ref_env_vars.pop("PYTHONPATH", None)
+  ref_env_vars = ref_env.subprocess_env(base_env)  # TF 2.15 ships Keras 2 itself
   lite_env_vars = dict(base_env)
   lite_env_vars["PYTHONPATH"] = os.pathsep.join(
       [REPO_ROOT] + ([base_env["PYTHONPATH"]] if base_env.get("PYTHONPATH") else []))

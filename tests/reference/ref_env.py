@@ -41,6 +41,23 @@ _PROBE = ("import os; os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3'); "
           "print(tf.__version__, md.version('tensorflow-estimator'), numpy.__version__)")
 
 
+# Variables of the caller's environment that would break the reference
+# interpreter: TF_USE_LEGACY_KERAS=1 (set by importing estimator_lite) makes TF
+# 2.15 look for the tf_keras package, which the reference venv does not have;
+# PYTHONPATH/PYTHONHOME/VIRTUAL_ENV point at the current venv's packages.
+_FOREIGN_VARS = ("TF_USE_LEGACY_KERAS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+
+
+def subprocess_env(base=None, **extra):
+  """Environment for running the reference interpreter: `base` (default
+  os.environ) without the variables of the current venv, plus `extra`."""
+  env = dict(os.environ if base is None else base)
+  for name in _FOREIGN_VARS:
+    env.pop(name, None)
+  env.update(extra)
+  return env
+
+
 class RefEnvError(RuntimeError):
   """The reference venv is missing or broken and could not be (re)created."""
 
@@ -61,7 +78,7 @@ def probe(python, timeout=300):
     return False, f"{python} does not exist"
   try:
     proc = subprocess.run([python, "-c", _PROBE], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=subprocess_env())
   except (OSError, subprocess.TimeoutExpired) as e:
     return False, str(e)
   out = (proc.stdout + proc.stderr).strip()
@@ -112,7 +129,8 @@ def _run(cmd, log, timeout):
   log("$ " + " ".join(cmd))
   start = time.monotonic()
   try:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=subprocess_env())
   except subprocess.TimeoutExpired as e:
     raise RefEnvError(f"`{' '.join(cmd)}` timed out after {timeout} s:\n"
                       f"{e.stdout or ''}{e.stderr or ''}") from e
