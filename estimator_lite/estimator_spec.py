@@ -20,9 +20,14 @@ def _is_keras_metric(value):
       value, "variables")
 
 
+def _is_tensor(value):
+  return isinstance(value, (tf.Tensor, tf.Variable)) or (
+      hasattr(value, "graph") and hasattr(value, "dtype") and hasattr(value, "shape"))
+
+
 def _tensor_like(value):
-  return isinstance(value, (tf.Tensor, tf.Operation, tf.Variable)) or (
-      hasattr(value, "graph") and hasattr(value, "dtype"))
+  """A Tensor, Variable or Operation: what a train_op or update_op may be."""
+  return isinstance(value, tf.Operation) or _is_tensor(value)
 
 
 def _check_hooks(hooks, field):
@@ -142,7 +147,7 @@ def _validate_loss(loss, mode):
           "without `loss`; TRAIN and EVAL need a scalar loss tensor: "
           "EstimatorSpec(mode, loss=loss, ...).")
     return None
-  if not _tensor_like(loss):
+  if not _is_tensor(loss):
     raise TypeError(
         f"loss must be Tensor, given: {loss!r} (mode {mode!r}). Return the loss "
         "tensor built in model_fn, not a Python number.")
@@ -167,10 +172,10 @@ def _validate_predictions(predictions, mode):
   if isinstance(predictions, collections.abc.Mapping):
     predictions = dict(predictions)
     for key, value in predictions.items():
-      if not _tensor_like(value):
+      if not _is_tensor(value):
         raise TypeError(
             f"predictions[{key!r}] must be Tensor, given: {value!r} (mode {mode!r}).")
-  elif not _tensor_like(predictions):
+  elif not _is_tensor(predictions):
     raise TypeError(
         f"predictions must be Tensor or dict of Tensor, given: {predictions!r} "
         f"(mode {mode!r}).")
