@@ -9,6 +9,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.training import training_util
 
+from estimator_lite import _checkpointing
+from estimator_lite import _cluster_session
 from estimator_lite import _fn_args
 from estimator_lite import _inputs
 from estimator_lite import _metrics
@@ -18,6 +20,7 @@ from estimator_lite import _summaries
 from estimator_lite import _train_loop
 from estimator_lite import warm_starting
 from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.export import _saved_model_writer
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 
@@ -33,6 +36,10 @@ class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
   def __init__(self, num_evals):
     self._num_evals = num_evals
     self._log_every = max(1, num_evals // 10)
+    self._done = 0
+
+  def begin(self):
+    # Counts per evaluation: InMemoryEvaluatorHook reuses the hook.
     self._done = 0
 
   def after_run(self, run_context, run_values):
@@ -237,6 +244,8 @@ class Estimator:
         return self
     hooks = _check_hooks_type(hooks, "Estimator.train(hooks=...)")
     saving_listeners = _check_listeners(saving_listeners)
+    if self._config.is_chief:
+      _checkpointing.check_model_dir_writable(self._model_dir)
     with _quiet.quiet_deprecations():
       loss = self._train_model(input_fn, hooks, saving_listeners, steps, max_steps)
     _logging.info("Loss for final step: %s.", loss)
@@ -279,7 +288,17 @@ class Estimator:
       kwargs["config"] = config
     _reset_keras3_names()
     _logging.info("Calling model_fn.")
-    spec = self._model_fn(features=features, **kwargs)
+    try:
+      spec = self._model_fn(features=features, **kwargs)
+    except (TypeError, ValueError, AttributeError) as e:
+      if labels is None and "labels" in self._model_fn_args and mode != ModeKeys.PREDICT:
+        raise ValueError(
+            f"model_fn raised {type(e).__name__} in mode {mode!r} with labels=None: "
+            "input_fn returned features only, and this model_fn needs labels to "
+            f"{'train' if mode == ModeKeys.TRAIN else 'evaluate'}. Return "
+            "(features, labels) from input_fn, or a Dataset of (features, labels). "
+            f"Original error: {e}") from e
+      raise
     _logging.info("Done calling model_fn.")
     if not isinstance(spec, EstimatorSpec):
       raise ValueError(
@@ -292,9 +311,14 @@ class Estimator:
     return spec
 
   def _default_saver(self, scaffold):
+    """Installs tf.estimator's default Saver unless the model_fn brought its own.
+
+    Returns:
+      True when the default Saver (all global variables) is the one in use.
+    """
     if scaffold.saver is not None or tf.compat.v1.get_collection(
         tf.compat.v1.GraphKeys.SAVERS):
-      return
+      return False
     tf.compat.v1.add_to_collection(
         tf.compat.v1.GraphKeys.SAVERS,
         tf.compat.v1.train.Saver(
@@ -303,6 +327,7 @@ class Estimator:
             keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
             defer_build=True,
             save_relative_paths=True))
+    return True
 
   def _train_model(self, input_fn, hooks, saving_listeners, steps, max_steps):
     with tf.Graph().as_default() as graph, graph.device(self._device_fn()):
@@ -362,14 +387,16 @@ class Estimator:
           every_n_iter=-(-config.log_step_count_steps // config.steps_per_loop)))
     worker_hooks.extend(spec.training_hooks)
     scaffold = spec.scaffold
-    self._default_saver(scaffold)
+    if self._default_saver(scaffold) and config.is_chief:
+      _checkpointing.check_checkpoint_matches_graph(
+          self.latest_checkpoint(), tf.compat.v1.get_default_graph())
 
     chief_hooks = []
     all_hooks = worker_hooks + list(spec.training_chief_hooks)
     saver_hooks = [h for h in all_hooks if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
     if config.save_checkpoints_secs or config.save_checkpoints_steps:
       if not saver_hooks:
-        chief_hooks = [tf.compat.v1.train.CheckpointSaverHook(
+        chief_hooks = [_checkpointing.SafeCheckpointSaverHook(
             self._model_dir,
             save_secs=config.save_checkpoints_secs,
             save_steps=config.save_checkpoints_steps,
@@ -390,7 +417,9 @@ class Estimator:
     any_step_done = False
     watcher = _preemption.SigtermWatcher()
     worker_hooks.append(watcher.hook())
-    with watcher, tf.compat.v1.train.MonitoredTrainingSession(
+    # MonitoredTrainingSession, except that a worker notices the chief's
+    # initialisation within a second instead of 30 (see _cluster_session).
+    with watcher, _cluster_session.monitored_training_session(
         master=config.master,
         is_chief=config.is_chief,
         checkpoint_dir=self._model_dir,
@@ -464,36 +493,53 @@ class Estimator:
     return latest
 
   def _evaluate_model(self, input_fn, hooks, checkpoint_path):
-    with tf.Graph().as_default() as graph:
-      tf.compat.v1.set_random_seed(self._config.tf_random_seed)
-      global_step = tf.compat.v1.train.get_or_create_global_step(graph)
-      features, labels, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.EVAL)
-      spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self._config)
-      if _LOSS_METRIC_KEY in spec.eval_metric_ops:
-        raise ValueError(
-            'Metric with name "loss" is not allowed, because Estimator already '
-            "defines a default metric with the same name. Rename your metric.")
-      values, updates = _metrics.metric_value_and_update_ops(spec.eval_metric_ops, graph)
-      loss_value, loss_update = tf.compat.v1.metrics.mean(spec.loss)
-      values[_LOSS_METRIC_KEY] = loss_value
-      values[_GLOBAL_STEP_KEY] = global_step
-      update_op = tf.group(loss_update, *updates)
-      final_ops_hook = tf.compat.v1.train.FinalOpsHook(values)
-      all_hooks = input_hooks + hooks + list(spec.evaluation_hooks) + [final_ops_hook]
-      session_creator = tf.compat.v1.train.ChiefSessionCreator(
-          scaffold=spec.scaffold,
-          checkpoint_filename_with_path=checkpoint_path,
-          master=self._config.evaluation_master,
-          config=self._session_config_for_local_run())
-      _logging.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
-      start = time.time()
-      with tf.compat.v1.train.MonitoredSession(session_creator=session_creator,
-                                               hooks=all_hooks) as session:
-        while not session.should_stop():
-          session.run(update_op)
-      _logging.info("Inference Time : %.5fs", time.time() - start)
-      _logging.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
-      return final_ops_hook.final_ops_values
+    with tf.Graph().as_default():
+      scaffold, update_op, final_ops_hook, all_hooks = self._evaluate_build_graph(
+          input_fn, hooks)
+      return self._evaluate_run(checkpoint_path, scaffold, update_op, final_ops_hook,
+                                all_hooks)
+
+  def _evaluate_build_graph(self, input_fn, hooks):
+    """Builds the eval graph in the default graph (InMemoryEvaluatorHook reuses it).
+
+    Returns:
+      (scaffold, update_op, FinalOpsHook of the results, all eval hooks)
+    """
+    graph = tf.compat.v1.get_default_graph()
+    tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+    global_step = tf.compat.v1.train.get_or_create_global_step(graph)
+    features, labels, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.EVAL)
+    spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self._config)
+    if _LOSS_METRIC_KEY in spec.eval_metric_ops:
+      raise ValueError(
+          'Metric with name "loss" is not allowed, because Estimator already '
+          "defines a default metric with the same name. Rename your metric.")
+    values, updates = _metrics.metric_value_and_update_ops(spec.eval_metric_ops, graph)
+    loss_value, loss_update = tf.compat.v1.metrics.mean(spec.loss)
+    values[_LOSS_METRIC_KEY] = loss_value
+    values[_GLOBAL_STEP_KEY] = global_step
+    update_op = tf.group(loss_update, *updates)
+    final_ops_hook = tf.compat.v1.train.FinalOpsHook(values)
+    all_hooks = input_hooks + hooks + list(spec.evaluation_hooks) + [final_ops_hook]
+    return spec.scaffold, update_op, final_ops_hook, all_hooks
+
+  def _evaluate_run(self, checkpoint_path, scaffold, update_op, final_ops_hook, all_hooks):
+    """Runs the eval graph built by _evaluate_build_graph; returns the results dict."""
+    _check_restorable(scaffold, checkpoint_path)
+    session_creator = tf.compat.v1.train.ChiefSessionCreator(
+        scaffold=scaffold,
+        checkpoint_filename_with_path=checkpoint_path,
+        master=self._config.evaluation_master,
+        config=self._session_config_for_local_run())
+    _logging.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
+    start = time.time()
+    with tf.compat.v1.train.MonitoredSession(session_creator=session_creator,
+                                             hooks=all_hooks) as session:
+      while not session.should_stop():
+        session.run(update_op)
+    _logging.info("Inference Time : %.5fs", time.time() - start)
+    _logging.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
+    return final_ops_hook.final_ops_values
 
   def _session_config_for_local_run(self):
     # Evaluation and prediction run in-process; device filters meant for a
@@ -532,6 +578,7 @@ class Estimator:
       features, _, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.PREDICT)
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self._config)
       predictions = _extract_keys(spec.predictions, predict_keys)
+      _check_restorable(spec.scaffold, checkpoint_path)
       session_creator = tf.compat.v1.train.ChiefSessionCreator(
           scaffold=spec.scaffold,
           checkpoint_filename_with_path=checkpoint_path,
@@ -550,6 +597,65 @@ class Estimator:
           else:
             for i in range(_batch_length(batch)):
               yield {key: value[i] for key, value in batch.items()}
+
+  # -- export -------------------------------------------------------------------
+  def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                         assets_extra=None, as_text=False, checkpoint_path=None,
+                         experimental_mode=ModeKeys.PREDICT):
+    """Exports the serving graph and a checkpoint as a SavedModel.
+
+    Calls serving_input_receiver_fn and model_fn (PREDICT) in a fresh graph,
+    restores the checkpoint, and writes a SavedModel (tag 'serve', one
+    signature per export output, `serving_default` included) into a new
+    numeric version directory under export_dir_base, written to a `temp-`
+    sibling first and renamed into place when complete.
+
+    Args:
+      export_dir_base: directory in which to create the version directory.
+      serving_input_receiver_fn: no-argument function returning a
+        `ServingInputReceiver` or `TensorServingInputReceiver`.
+      assets_extra: dict of destination path (relative to assets.extra/) to
+        source file, or None.
+      as_text: write the SavedModel proto in text format.
+      checkpoint_path: checkpoint to export; the latest one by default.
+      experimental_mode: only `ModeKeys.PREDICT` is supported.
+
+    Returns:
+      The path of the new export directory, a str.
+
+    Raises:
+      ValueError: no serving_input_receiver_fn, no checkpoint, or variables
+        missing from the checkpoint.
+    """
+    return _saved_model_writer.export_saved_model(
+        self, export_dir_base, serving_input_receiver_fn,
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path, mode=experimental_mode,
+        strip_default_attrs=True)
+
+  def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
+                        assets_extra=None, as_text=False, checkpoint_path=None,
+                        strip_default_attrs=False):
+    """Deprecated name of export_saved_model (tf.estimator v1); same arguments.
+
+    Returns:
+      The path of the new export directory, a str.
+    """
+    _logging.warning("Estimator.export_savedmodel is deprecated; use "
+                     "export_saved_model instead.")
+    return _saved_model_writer.export_saved_model(
+        self, export_dir_base, serving_input_receiver_fn,
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path, strip_default_attrs=strip_default_attrs)
+
+
+def _check_restorable(scaffold, checkpoint_path):
+  # Only the default Saver restores every global variable; a model_fn's own
+  # Saver may restore a subset on purpose.
+  if scaffold.saver is None and not tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.SAVERS):
+    _checkpointing.check_checkpoint_matches_graph(
+        checkpoint_path, tf.compat.v1.get_default_graph())
 
 
 def _extract_keys(predictions, predict_keys):
