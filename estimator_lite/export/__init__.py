@@ -3,3 +3,7 @@ from estimator_lite.export.export_output import ClassificationOutput
 from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.export.export_output import PredictOutput
 from estimator_lite.export.export_output import RegressionOutput
+from estimator_lite.export.serving_input_receiver import build_parsing_serving_input_receiver_fn
+from estimator_lite.export.serving_input_receiver import build_raw_serving_input_receiver_fn
+from estimator_lite.export.serving_input_receiver import ServingInputReceiver
+from estimator_lite.export.serving_input_receiver import TensorServingInputReceiver

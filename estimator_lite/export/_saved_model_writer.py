@@ -1,0 +1,198 @@
+"""Writes an Estimator's serving graph and checkpoint as a TF1 SavedModel.
+
+What `Estimator.export_saved_model` runs: a fresh graph with the serving
+receiver's placeholders, model_fn in PREDICT mode on its features, variables
+restored from the checkpoint by a Saver, and `tf.compat.v1.saved_model.Builder`
+writing the MetaGraph (tag 'serve') with one SignatureDef per export output.
+"""
+import os
+import time
+
+import tensorflow as tf
+
+from estimator_lite import _quiet
+from estimator_lite.export import _export_dirs
+from estimator_lite.export import _signatures
+from estimator_lite.mode_keys import ModeKeys
+
+_logging = tf.compat.v1.logging
+_ASSETS_EXTRA = "assets.extra"
+
+
+def _find_checkpoint(estimator, checkpoint_path):
+  if checkpoint_path:
+    return os.fspath(checkpoint_path)
+  checkpoint_path = estimator.latest_checkpoint()
+  if checkpoint_path:
+    return checkpoint_path
+  # As tf.estimator: a warm-started model that has not trained yet exports the
+  # checkpoint it would start from.
+  settings = getattr(estimator, "_warm_start_settings", None)
+  if settings:
+    path = settings.ckpt_to_initialize_from
+    if tf.io.gfile.isdir(path):
+      path = tf.train.latest_checkpoint(path)
+    if path:
+      return path
+  raise ValueError(
+      f"Couldn't find trained model at {estimator.model_dir}. Train the Estimator "
+      "first (Estimator.train writes checkpoints there), or pass checkpoint_path.")
+
+
+def _check_assets_extra(assets_extra):
+  if assets_extra is None:
+    return {}
+  if not isinstance(assets_extra, dict):
+    raise ValueError(
+        f"assets_extra must be a dict of destination path (relative to "
+        f"assets.extra/) to source file; given {assets_extra!r}.")
+  checked = {}
+  for dest, source in assets_extra.items():
+    dest = os.fspath(dest)
+    parts = dest.replace("\\", "/").split("/")
+    if os.path.isabs(dest) or ".." in parts or not dest:
+      raise ValueError(
+          f"assets_extra key {dest!r} must be a relative path inside assets.extra/ "
+          "(e.g. 'my_asset_file.txt'), without '..'.")
+    source = os.fspath(source)
+    if not tf.io.gfile.exists(source):
+      raise ValueError(
+          f"assets_extra[{dest!r}] = {source!r}: no such file. Give the full "
+          "path of the file to copy.")
+    checked[dest] = source
+  return checked
+
+
+def _session_config(estimator):
+  # Export runs in this process: device filters meant for a cluster worker
+  # would hide the local devices (as Estimator.predict does).
+  config = tf.compat.v1.ConfigProto()
+  session_config = estimator._config.session_config  # pylint: disable=protected-access
+  if session_config is not None:
+    config.CopyFrom(session_config)
+  del config.device_filters[:]
+  return config
+
+
+def _call_receiver_fn(serving_input_receiver_fn):
+  receiver = serving_input_receiver_fn()
+  missing = [f for f in ("features", "receiver_tensors") if not hasattr(receiver, f)]
+  if missing:
+    raise ValueError(
+        f"serving_input_receiver_fn must return a ServingInputReceiver or "
+        f"TensorServingInputReceiver; it returned {receiver!r}.")
+  return receiver
+
+
+def _add_meta_graph(builder, estimator, serving_input_receiver_fn,
+                    checkpoint_path, strip_default_attrs):
+  config = estimator._config  # pylint: disable=protected-access
+  with tf.Graph().as_default() as graph:
+    tf.compat.v1.train.get_or_create_global_step(graph)
+    tf.compat.v1.set_random_seed(config.tf_random_seed)
+    receiver = _call_receiver_fn(serving_input_receiver_fn)
+    spec = estimator._call_model_fn(  # pylint: disable=protected-access
+        receiver.features, None, ModeKeys.PREDICT, config)
+    # EstimatorSpec fills in serving_default (all predictions) when the
+    # model_fn gave no export_outputs.
+    signature_def_map = _signatures.build_signature_defs(
+        receiver.receiver_tensors, spec.export_outputs,
+        getattr(receiver, "receiver_tensors_alternatives", None))
+    scaffold = spec.scaffold
+    # Tables (vocabulary lookups) and local variables are initialised by the
+    # main op when a server loads the model; Scaffold's default does both.
+    main_op = scaffold.local_init_op
+    if main_op is None:
+      main_op = tf.compat.v1.train.Scaffold.default_local_init_op()
+    # The same saver restores now and is written into the MetaGraph, so a
+    # custom saver from the Scaffold is what the loader uses too.
+    saver = scaffold.saver or tf.compat.v1.train.Saver(sharded=True)
+    with tf.compat.v1.Session(config=_session_config(estimator)) as session:
+      try:
+        saver.restore(session, checkpoint_path)
+      except tf.errors.NotFoundError as e:
+        raise ValueError(
+            "Could not load all requested variables from checkpoint. Please make "
+            "sure your model_fn does not expect variables that were not saved in "
+            f"the checkpoint.\n\nEncountered error with mode `{ModeKeys.PREDICT}` "
+            f"while restoring checkpoint from: `{checkpoint_path}`. Full "
+            f"Traceback:\n\n{e}") from e
+      builder.add_meta_graph_and_variables(
+          session,
+          tags=[tf.compat.v1.saved_model.tag_constants.SERVING],
+          signature_def_map=signature_def_map,
+          assets_collection=tf.compat.v1.get_collection(
+              tf.compat.v1.GraphKeys.ASSET_FILEPATHS),
+          main_op=main_op,
+          saver=saver,
+          strip_default_attrs=strip_default_attrs)
+
+
+def _copy_assets_extra(temp_dir, assets_extra):
+  for dest, source in assets_extra.items():
+    dest_path = os.path.join(temp_dir, _ASSETS_EXTRA, dest)
+    tf.io.gfile.makedirs(os.path.dirname(dest_path))
+    tf.io.gfile.copy(source, dest_path, overwrite=False)
+
+
+def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
+                       assets_extra=None, as_text=False, checkpoint_path=None,
+                       mode=ModeKeys.PREDICT, strip_default_attrs=True):
+  """Exports `estimator`'s PREDICT graph and a checkpoint as a SavedModel.
+
+  Args:
+    estimator: the `Estimator`.
+    export_dir_base: directory under which a new numeric version directory is
+      created.
+    serving_input_receiver_fn: no-argument function returning a
+      `ServingInputReceiver` or `TensorServingInputReceiver`.
+    assets_extra: dict of destination path (relative to assets.extra/) to
+      source file, copied into the export; or None.
+    as_text: write saved_model.pbtxt instead of saved_model.pb.
+    checkpoint_path: checkpoint to export; the latest in model_dir by default.
+    mode: must be `ModeKeys.PREDICT` (TRAIN/EVAL graph exports are not
+      supported).
+    strip_default_attrs: remove default-valued attributes from the NodeDefs.
+
+  Returns:
+    The new export directory, a str.
+
+  Raises:
+    ValueError: no serving_input_receiver_fn, an unsupported mode, bad
+      assets_extra, no checkpoint, or a checkpoint missing model variables.
+  """
+  if not serving_input_receiver_fn:
+    raise ValueError(
+        "An input_receiver_fn must be defined: pass serving_input_receiver_fn, "
+        "e.g. estimator_lite.export.build_parsing_serving_input_receiver_fn(spec).")
+  if not callable(serving_input_receiver_fn):
+    raise ValueError(
+        f"serving_input_receiver_fn must be a function taking no arguments; "
+        f"given {serving_input_receiver_fn!r}.")
+  if mode != ModeKeys.PREDICT:
+    raise ValueError(
+        f"experimental_mode={mode!r} is not supported: estimator_lite exports the "
+        f"serving (ModeKeys.PREDICT, {ModeKeys.PREDICT!r}) graph only.")
+  assets_extra = _check_assets_extra(assets_extra)
+  checkpoint_path = _find_checkpoint(estimator, checkpoint_path)
+  export_dir_base = os.fspath(export_dir_base)
+
+  final_dir, temp_dir = _export_dirs.reserve_export_dir(export_dir_base)
+  start = time.time()
+  try:
+    with _quiet.quiet_deprecations():
+      builder = tf.compat.v1.saved_model.Builder(temp_dir)
+      _add_meta_graph(builder, estimator, serving_input_receiver_fn,
+                      checkpoint_path, strip_default_attrs)
+      builder.save(as_text)
+    _copy_assets_extra(temp_dir, assets_extra)
+    _export_dirs.publish(temp_dir, final_dir)
+  except BaseException:
+    # Leave nothing half-written behind (Serving ignores temp-* names, but
+    # people and garbage collection would not).
+    if tf.io.gfile.exists(temp_dir):
+      tf.io.gfile.rmtree(temp_dir)
+    raise
+  _logging.info("Exported SavedModel from checkpoint %s to %s in %.2fs.",
+                checkpoint_path, final_dir, time.time() - start)
+  return final_dir

@@ -1,0 +1,249 @@
+"""Estimator.export_saved_model writes SavedModels that TF2 and TensorFlow Serving load.
+
+Each test trains a tiny model with estimator_lite, exports it, loads the export
+with `tf.saved_model.load` (eager TF2, in this process) and checks that what
+the export computes is what Estimator.predict computed.
+"""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_lite as est
+
+ROWS = np.array([[0.5, -1.0], [2.0, 0.25], [-1.5, 1.0], [0.0, 0.0]], np.float32)
+CLASS_NAMES = ("neg", "pos")
+SAVED_MODEL_CLI_TIMEOUT_S = 120
+
+
+def _linear_model_fn(features, labels, mode):
+  """Two-class softmax over features['x'] (shape [batch, 2]) plus a regression head."""
+  x = features["x"]
+  w = tf.compat.v1.get_variable("w", [2, 2], initializer=tf.compat.v1.glorot_uniform_initializer(seed=1))
+  b = tf.compat.v1.get_variable("b", [2], initializer=tf.compat.v1.zeros_initializer())
+  v = tf.compat.v1.get_variable("v", [2, 1], initializer=tf.compat.v1.ones_initializer())
+  logits = tf.matmul(x, w) + b
+  probabilities = tf.nn.softmax(logits)
+  value = tf.squeeze(tf.matmul(x, v), axis=1)
+  predictions = {"probabilities": probabilities, "class_ids": tf.argmax(logits, 1),
+                 "value": value}
+  if mode == est.ModeKeys.PREDICT:
+    classes = tf.tile(tf.constant([CLASS_NAMES]), [tf.shape(x)[0], 1])
+    return est.EstimatorSpec(mode, predictions=predictions, export_outputs={
+        "serving_default": est.export.PredictOutput(predictions),
+        "classification": est.export.ClassificationOutput(scores=probabilities,
+                                                          classes=classes),
+        "regression": est.export.RegressionOutput(value),
+    })
+  loss = (tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits) +
+          tf.reduce_mean(tf.square(value - tf.cast(labels, tf.float32))))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _train_input_fn():
+  labels = (ROWS[:, 0] > ROWS[:, 1]).astype(np.int32)
+  return tf.data.Dataset.from_tensors(({"x": ROWS}, labels)).repeat(10)
+
+
+def _predict_input_fn():
+  return tf.data.Dataset.from_tensors({"x": ROWS})
+
+
+def _examples(column, rows, kind="float"):
+  serialized = []
+  for row in rows:
+    if kind == "float":
+      feature = tf.train.Feature(float_list=tf.train.FloatList(value=list(row)))
+    else:
+      feature = tf.train.Feature(bytes_list=tf.train.BytesList(value=[row.encode()]))
+    example = tf.train.Example(features=tf.train.Features(feature={column: feature}))
+    serialized.append(example.SerializeToString())
+  return tf.constant(serialized)
+
+
+def _parsing_receiver_fn_with_raw_alternative():
+  receiver = est.export.build_parsing_serving_input_receiver_fn(
+      {"x": tf.io.FixedLenFeature([2], tf.float32)})()
+  # The alternative feeds the parsed features directly, downstream of parsing.
+  return receiver.replace(receiver_tensors_alternatives={"raw": dict(receiver.features)})
+
+
+def _version_dirs(base):
+  return sorted(os.listdir(base))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  model_dir = str(tmp_path_factory.mktemp("linear"))
+  estimator = est.Estimator(_linear_model_fn, model_dir=model_dir)
+  estimator.train(_train_input_fn)
+  predictions = list(estimator.predict(_predict_input_fn))
+  return estimator, predictions
+
+
+def test_export_loads_in_tf2_and_matches_predict(trained, tmp_path):
+  estimator, predictions = trained
+  notes = tmp_path / "notes.txt"
+  notes.write_text("extra")
+  base = str(tmp_path / "export")
+
+  export_dir = estimator.export_saved_model(
+      base, _parsing_receiver_fn_with_raw_alternative,
+      assets_extra={"docs/notes.txt": str(notes)})
+
+  # A str path to a new numeric version directory, published whole.
+  assert isinstance(export_dir, str)
+  assert os.path.dirname(export_dir) == base
+  assert os.path.basename(export_dir).isdigit()
+  assert _version_dirs(base) == [os.path.basename(export_dir)]
+  assert os.path.isfile(os.path.join(export_dir, "saved_model.pb"))
+  assert os.path.isfile(os.path.join(export_dir, "variables", "variables.index"))
+  with open(os.path.join(export_dir, "assets.extra", "docs", "notes.txt")) as f:
+    assert f.read() == "extra"
+
+  loaded = tf.saved_model.load(export_dir)
+  assert set(loaded.signatures.keys()) == {
+      "serving_default", "classification", "regression", "raw:serving_default"}
+  examples = _examples("x", ROWS)
+  expected_probs = np.stack([p["probabilities"] for p in predictions])
+  expected_value = np.stack([p["value"] for p in predictions])
+  expected_ids = np.stack([p["class_ids"] for p in predictions])
+
+  served = loaded.signatures["serving_default"](examples=examples)
+  np.testing.assert_allclose(served["probabilities"].numpy(), expected_probs, rtol=0, atol=1e-6)
+  np.testing.assert_allclose(served["value"].numpy(), expected_value, rtol=0, atol=1e-6)
+  np.testing.assert_array_equal(served["class_ids"].numpy(), expected_ids)
+
+  # Classify / Regress signatures take serialized tf.Examples under 'inputs',
+  # as TensorFlow Serving's Classify and Regress APIs feed them.
+  classified = loaded.signatures["classification"](inputs=examples)
+  np.testing.assert_allclose(classified["scores"].numpy(), expected_probs, rtol=0, atol=1e-6)
+  assert classified["classes"].numpy().tolist() == [[b"neg", b"pos"]] * len(ROWS)
+  regressed = loaded.signatures["regression"](inputs=examples)
+  np.testing.assert_allclose(np.reshape(regressed["outputs"].numpy(), [-1]),
+                             expected_value, rtol=0, atol=1e-6)
+
+  raw = loaded.signatures["raw:serving_default"](x=tf.constant(ROWS))
+  np.testing.assert_allclose(raw["probabilities"].numpy(), expected_probs, rtol=0, atol=1e-6)
+
+  cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+  shown = subprocess.run([cli, "show", "--dir", export_dir, "--all"], capture_output=True,
+                         text=True, timeout=SAVED_MODEL_CLI_TIMEOUT_S, check=True).stdout
+  for name, method in (("serving_default", "tensorflow/serving/predict"),
+                       ("classification", "tensorflow/serving/classify"),
+                       ("regression", "tensorflow/serving/regress")):
+    assert f"signature_def['{name}']:" in shown
+    assert f"Method name is: {method}" in shown
+
+
+def test_default_signature_returns_all_predictions_and_exports_stay_unique(tmp_path):
+  # A model_fn without export_outputs, fed raw tensors; exported twice at once.
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [2, 1])
+    y = tf.squeeze(tf.matmul(features["x"], w), 1)
+    if mode == est.ModeKeys.PREDICT:
+      return est.EstimatorSpec(mode, predictions={"y": y, "twice": 2.0 * y})
+    loss = tf.reduce_mean(tf.square(y - labels))
+    return est.EstimatorSpec(mode, loss=loss, train_op=tf.compat.v1.train.GradientDescentOptimizer(
+        0.1).minimize(loss, global_step=tf.compat.v1.train.get_global_step()))
+
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path / "model"))
+  base = str(tmp_path / "export")
+  receiver_fn = est.export.build_raw_serving_input_receiver_fn(
+      {"x": tf.TensorSpec([None, 2], tf.float32)})
+  with pytest.raises(ValueError, match="Couldn't find trained model"):
+    estimator.export_saved_model(base, receiver_fn)
+  assert not os.path.exists(base) or not os.listdir(base)
+
+  estimator.train(lambda: tf.data.Dataset.from_tensors(
+      ({"x": ROWS}, ROWS[:, 0] - ROWS[:, 1])).repeat(3))
+  expected = list(estimator.predict(_predict_input_fn))
+  # A version numbered ahead of the clock (as if another export took this
+  # second and the next): new exports must still be unique and newest-highest.
+  taken = int(time.time()) + 2
+  os.makedirs(os.path.join(base, str(taken)))
+  first = estimator.export_saved_model(base, receiver_fn)
+  second = estimator.export_saved_model(base, receiver_fn, as_text=True)
+  assert int(os.path.basename(first)) == taken + 1
+  assert int(os.path.basename(second)) == taken + 2
+  assert _version_dirs(base) == sorted([str(taken), os.path.basename(first),
+                                        os.path.basename(second)])
+  assert os.path.isfile(os.path.join(second, "saved_model.pbtxt"))
+
+  # An export that fails midway leaves no temp-* directory behind.
+  def broken_receiver_fn():
+    raise RuntimeError("receiver broke")
+  with pytest.raises(RuntimeError, match="receiver broke"):
+    estimator.export_saved_model(base, broken_receiver_fn)
+  assert _version_dirs(base) == sorted([str(taken), os.path.basename(first),
+                                        os.path.basename(second)])
+
+  for export_dir in (first, second):
+    serving = tf.saved_model.load(export_dir).signatures["serving_default"]
+    assert set(serving.structured_outputs) == {"y", "twice"}
+    out = serving(x=tf.constant(ROWS))
+    np.testing.assert_allclose(out["y"].numpy(), [p["y"] for p in expected], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(out["twice"].numpy(), [p["twice"] for p in expected],
+                               rtol=0, atol=1e-6)
+
+
+def test_vocabulary_is_exported_as_asset_and_survives_deleting_the_original(tmp_path):
+  vocab_path = tmp_path / "colors.txt"
+  vocab_path.write_text("red\ngreen\nblue\n")
+  color = tf.compat.v1.feature_column.categorical_column_with_vocabulary_file(
+      "color", str(vocab_path), vocabulary_size=3, num_oov_buckets=1)
+  columns = [tf.compat.v1.feature_column.indicator_column(color)]
+
+  def model_fn(features, labels, mode):
+    net = tf.compat.v1.feature_column.input_layer(features, columns)
+    w = tf.compat.v1.get_variable("w", [4, 1], initializer=tf.compat.v1.zeros_initializer())
+    score = tf.squeeze(tf.matmul(net, w), 1)
+    if mode == est.ModeKeys.PREDICT:
+      return est.EstimatorSpec(mode, predictions={"score": score})
+    loss = tf.reduce_mean(tf.square(score - labels))
+    return est.EstimatorSpec(mode, loss=loss, train_op=tf.compat.v1.train.GradientDescentOptimizer(
+        0.5).minimize(loss, global_step=tf.compat.v1.train.get_global_step()))
+
+  colors = np.array([["red"], ["green"], ["blue"], ["mauve"]])
+  targets = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path / "model"))
+  estimator.train(lambda: tf.data.Dataset.from_tensors(({"color": colors}, targets)).repeat(20))
+  expected = [p["score"] for p in estimator.predict(
+      lambda: tf.data.Dataset.from_tensors({"color": colors}))]
+  # Trained scores differ per color, so a broken lookup would show.
+  assert len({round(float(s), 3) for s in expected}) == 4
+
+  spec = tf.compat.v1.feature_column.make_parse_example_spec(columns)
+  export_dir = estimator.export_saved_model(
+      str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec))
+  assert os.listdir(os.path.join(export_dir, "assets")) == ["colors.txt"]
+  vocab_path.unlink()
+
+  loaded = tf.saved_model.load(export_dir)
+  out = loaded.signatures["serving_default"](
+      examples=_examples("color", colors[:, 0], kind="bytes"))
+  np.testing.assert_allclose(out["score"].numpy(), expected, rtol=0, atol=1e-6)
+
+
+def test_receivers_validate_their_inputs():
+  with tf.Graph().as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+    receiver = est.export.ServingInputReceiver(x, x)
+    assert list(receiver.features) == ["feature"]
+    assert list(receiver.receiver_tensors) == ["input"]
+    bare = est.export.TensorServingInputReceiver(x, {"x": x})
+    assert bare.features is x
+    with pytest.raises(ValueError, match="feature 'x' must be a Tensor"):
+      est.export.ServingInputReceiver({"x": [1.0]}, x)
+    with pytest.raises(ValueError, match="receiver_tensor keys must be strings"):
+      est.export.ServingInputReceiver(x, {1: x})
+    with pytest.raises(ValueError, match="receiver_tensors_alternatives must be a dict"):
+      est.export.ServingInputReceiver(x, x, [x])
+  with pytest.raises(ValueError, match="feature_spec must be a non-empty dict"):
+    est.export.build_parsing_serving_input_receiver_fn([])
