@@ -22,7 +22,10 @@ def _keras_metric_update_op(metric, graph):
     handles = set()
     initializers = set()
     for variable in metric.variables:
-      variable = getattr(variable, "value", variable) if not hasattr(variable, "handle") else variable
+      # A Keras 3 Variable proxies `handle` but has no `initializer`: unwrap it
+      # to its tf.Variable, or the initialiser's Assign would be taken for an
+      # update and reset the metric on every batch (result 0).
+      variable = variable if hasattr(variable, "initializer") else getattr(variable, "value", variable)
       handle = getattr(variable, "handle", None)
       if handle is not None:
         handles.add(handle.name)
@@ -33,6 +36,14 @@ def _keras_metric_update_op(metric, graph):
       if (op.type in _ASSIGN_OP_TYPES and op.name not in initializers and op.inputs and
           op.inputs[0].name in handles):
         updates.append(op)
+    # Some Keras 3 updates do not read the data (Mean's count += batch size
+    # from a static shape), so they would still run in the Session.run whose
+    # input iterator hits end-of-input and count one batch too many. Make
+    # them wait for the input, as tf.compat.v1.metrics do.
+    input_ops = [op for op in graph.get_operations() if op.type == "IteratorGetNext"]
+    for op in updates:
+      op._add_control_inputs(  # pylint: disable=protected-access
+          [i for i in input_ops if i not in op.control_inputs])
   if not updates:
     raise ValueError(
         f"Please call update_state(...) on the {metric.name!r} metric inside "

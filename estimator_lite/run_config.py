@@ -116,7 +116,8 @@ class RunConfig:
     if (save_checkpoints_steps not in (_USE_DEFAULT, None) and
         save_checkpoints_secs not in (_USE_DEFAULT, None)):
       raise ValueError(
-          "Can not specify both checkpoint_steps and checkpoint_secs: got "
+          # tf.estimator's wording, which users' tests match on.
+          "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set: got "
           f"save_checkpoints_steps={save_checkpoints_steps!r} and "
           f"save_checkpoints_secs={save_checkpoints_secs!r}; pass only one.")
     if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:

@@ -1,0 +1,168 @@
+"""Shared fixtures: a tiny deterministic data set, a linear model_fn, event and log readers.
+
+Everything here is generic so any test module can use it:
+
+* `linear_data`: (x, y) numpy arrays of a noiseless linear problem.
+* `make_input_fn`: builds input_fns over in-memory arrays (Dataset, batched).
+* `linear_model_fn`: a raw tf.compat.v1 model_fn (get_variable "w" and "b",
+  GradientDescentOptimizer, mean squared error, an RMSE metric).
+* `read_scalars`: reads scalars from an events directory with TensorBoard's
+  own reader (EventAccumulator).
+* `tf_logs`: captures what estimator_lite / TensorFlow log through
+  tf.compat.v1.logging (the "tensorflow" Python logger) at INFO.
+* `run_python`: runs a Python program in a fresh interpreter (its own
+  process) with this checkout importable, with a timeout.
+"""
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+# What the user running the tests chose, before importing estimator_lite sets
+# it: child processes start from this, like a user's fresh program.
+_USER_LEGACY_KERAS = os.environ.get("TF_USE_LEGACY_KERAS")
+
+import estimator_lite as est  # pylint: disable=g-bad-import-order
+import tensorflow as tf  # pylint: disable=g-bad-import-order
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# y = x . TRUE_W + TRUE_B, exactly: a model that learns gets loss near 0.
+TRUE_W = np.array([[2.0], [-3.0]], np.float32)
+TRUE_B = 0.5
+
+
+@pytest.fixture
+def linear_data():
+  """64 examples of 2 features with y = x . TRUE_W + TRUE_B (float32, no noise)."""
+  rng = np.random.RandomState(0)
+  x = rng.uniform(-1.0, 1.0, size=(64, 2)).astype(np.float32)
+  y = (x @ TRUE_W + TRUE_B).astype(np.float32)
+  return x, y
+
+
+@pytest.fixture
+def make_input_fn():
+  """Returns `make(x, y=None, batch_size=16, repeat=True, dict_features=True)` -> input_fn.
+
+  The input_fn returns a tf.data.Dataset of ({"x": x}, y) (or of features only
+  when y is None), in order (no shuffling), repeated forever if `repeat`.
+  """
+  def make(x, y=None, batch_size=16, repeat=True, dict_features=True):
+    def input_fn():
+      features = {"x": x} if dict_features else x
+      data = (features, y) if y is not None else features
+      dataset = tf.data.Dataset.from_tensor_slices(data)
+      if repeat:
+        dataset = dataset.repeat()
+      return dataset.batch(batch_size)
+    return input_fn
+  return make
+
+
+def _linear_model_fn(features, labels, mode, params):
+  """Raw tf.compat.v1 linear regression; params: {"learning_rate": float}."""
+  x = features["x"] if isinstance(features, dict) else features
+  w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+  b = tf.compat.v1.get_variable("b", [1], initializer=tf.compat.v1.zeros_initializer())
+  predictions = tf.matmul(x, w) + b
+  if mode == est.ModeKeys.PREDICT:
+    return est.EstimatorSpec(mode, predictions={"y": predictions})
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(
+      params.get("learning_rate", 0.1)).minimize(
+          loss, global_step=tf.compat.v1.train.get_global_step())
+  return est.EstimatorSpec(
+      mode, predictions={"y": predictions}, loss=loss, train_op=train_op,
+      eval_metric_ops={"rmse": tf.compat.v1.metrics.root_mean_squared_error(
+          labels, predictions)})
+
+
+@pytest.fixture
+def linear_model_fn():
+  """A raw tf.compat.v1 model_fn(features, labels, mode, params) with variables w and b."""
+  return _linear_model_fn
+
+
+@pytest.fixture
+def read_scalars():
+  """Returns `read(event_dir) -> {tag: [(step, value), ...]}` via TensorBoard's EventAccumulator."""
+  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+
+  def read(event_dir):
+    accumulator = event_accumulator.EventAccumulator(
+        event_dir, size_guidance={event_accumulator.SCALARS: 0})
+    accumulator.Reload()
+    return {tag: [(event.step, event.value) for event in accumulator.Scalars(tag)]
+            for tag in accumulator.Tags()["scalars"]}
+  return read
+
+
+class LogCapture(logging.Handler):
+  """Collects the formatted messages of the "tensorflow" logger."""
+
+  def __init__(self):
+    super().__init__(level=logging.DEBUG)
+    self.messages = []
+
+  def emit(self, record):
+    self.messages.append(record.getMessage())
+
+  @property
+  def text(self):
+    return "\n".join(self.messages)
+
+  def clear(self):
+    self.messages = []
+
+
+@pytest.fixture
+def tf_logs():
+  """Captures INFO and above logged through tf.compat.v1.logging during the test.
+
+  Yields a LogCapture: `.messages` (list of str), `.text` (joined), `.clear()`.
+  """
+  logger = logging.getLogger("tensorflow")
+  old_level = logger.level
+  capture = LogCapture()
+  logger.addHandler(capture)
+  logger.setLevel(logging.INFO)
+  try:
+    yield capture
+  finally:
+    logger.removeHandler(capture)
+    logger.setLevel(old_level)
+
+
+@pytest.fixture
+def run_python(tmp_path):
+  """Returns `run(source, *args, timeout=120, env=None)` -> CompletedProcess.
+
+  Writes `source` to a file and runs it with this interpreter in a new process
+  (cwd tmp_path, this checkout first on PYTHONPATH), capturing stdout and
+  stderr as text. Unless `env` is given, the child gets this environment
+  without the TF_USE_LEGACY_KERAS that importing estimator_lite here set, so
+  it starts as a user's fresh program does. subprocess.run kills the process if it exceeds `timeout`
+  (the test then fails with TimeoutExpired).
+  """
+  counter = [0]
+
+  def run(source, *args, timeout=120, env=None):
+    counter[0] += 1
+    script = tmp_path / f"program_{counter[0]}.py"
+    script.write_text(source)
+    child_env = dict(os.environ if env is None else env)
+    if env is None:
+      child_env.pop("TF_USE_LEGACY_KERAS", None)
+      if _USER_LEGACY_KERAS is not None:
+        child_env["TF_USE_LEGACY_KERAS"] = _USER_LEGACY_KERAS
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        [REPO_ROOT] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    child_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return subprocess.run(
+        [sys.executable, str(script), *map(str, args)], cwd=str(tmp_path),
+        env=child_env, capture_output=True, text=True, timeout=timeout, check=False)
+  return run

@@ -1,0 +1,537 @@
+"""Estimator end to end: model code styles, files on disk, resume, model_fn arguments, logs.
+
+Each model code style a tf.estimator user wrote (raw tf.compat.v1,
+tf.compat.v1.layers, Keras layer objects, Keras 3) trains, evaluates and
+predicts here on real TensorFlow. Programs that must start from a fresh
+interpreter (TensorFlow imported first, Keras 3, resuming in a new process)
+run in their own process.
+"""
+import functools
+import json
+import os
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+import estimator_lite as est
+import tensorflow as tf
+
+
+def _config(**kwargs):
+  kwargs.setdefault("tf_random_seed", 1)
+  return est.RunConfig(**kwargs)
+
+
+def _exact_auc(labels, scores):
+  """ROC AUC as the probability that a positive scores above a negative."""
+  labels, scores = np.asarray(labels), np.asarray(scores)
+  pos, neg = scores[labels == 1], scores[labels == 0]
+  diff = pos[:, None] - neg[None, :]
+  return float(np.mean((diff > 0) + 0.5 * (diff == 0)))
+
+
+def _last_json_line(completed):
+  """The JSON object a child program printed last; fails with its output otherwise."""
+  assert completed.returncode == 0, (
+      f"child failed (rc {completed.returncode}):\n{completed.stdout}\n{completed.stderr[-6000:]}")
+  lines = [l for l in completed.stdout.splitlines() if l.startswith("{")]
+  assert lines, f"no result printed:\n{completed.stdout}\n{completed.stderr[-6000:]}"
+  return json.loads(lines[-1])
+
+
+# -- model code styles --------------------------------------------------------
+
+def test_raw_compat_v1_model_trains_evaluates_predicts(
+    tmp_path, linear_data, make_input_fn, linear_model_fn):
+  x, y = linear_data
+  estimator = est.Estimator(linear_model_fn, model_dir=str(tmp_path),
+                            config=_config(), params={"learning_rate": 0.2})
+  eval_input_fn = make_input_fn(x, y, repeat=False)
+
+  # No checkpoint yet: evaluate runs on the initialised model (w = b = 0).
+  before = estimator.evaluate(eval_input_fn)
+  assert before["global_step"] == 0
+  np.testing.assert_allclose(before["loss"], np.mean(y ** 2), rtol=1e-5)
+
+  estimator.train(make_input_fn(x, y), steps=200)
+  after = estimator.evaluate(eval_input_fn)
+  assert after["global_step"] == 200
+  assert after["loss"] < 0.01 * before["loss"]
+  # The tf.compat.v1.metrics RMSE over equal batches is the root of the mean loss.
+  np.testing.assert_allclose(after["rmse"], np.sqrt(after["loss"]), rtol=1e-4)
+
+  predictions = list(estimator.predict(make_input_fn(x, repeat=False)))
+  assert len(predictions) == len(x)
+  assert set(predictions[0]) == {"y"} and predictions[0]["y"].shape == (1,)
+  np.testing.assert_allclose(np.stack([p["y"] for p in predictions]), y, atol=0.1)
+  np.testing.assert_allclose(estimator.get_variable_value("w"), [[2.0], [-3.0]], atol=0.1)
+
+  batches = list(estimator.predict(make_input_fn(x, repeat=False, batch_size=16),
+                                   yield_single_examples=False))
+  assert [b["y"].shape for b in batches] == [(16, 1)] * 4
+
+
+_COMPAT_V1_LAYERS_PROGRAM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf          # TensorFlow first, as many programs do
+    import estimator_lite as est
+
+    def input_fn(repeat=True):
+      rng = np.random.RandomState(0)
+      x = (rng.randn(64, 4) * 3 + 2).astype(np.float32)
+      y = (x[:, :1] > 2).astype(np.int32)
+      ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+      return (ds.repeat() if repeat else ds).batch(16)
+
+    def model_fn(features, labels, mode):
+      training = mode == est.ModeKeys.TRAIN
+      h = tf.compat.v1.layers.dense(features["x"], 8, name="hidden")
+      h = tf.compat.v1.layers.batch_normalization(h, training=training, name="bn")
+      h = tf.compat.v1.layers.dropout(tf.nn.relu(h), rate=0.2, training=training)
+      logits = tf.compat.v1.layers.dense(h, 1, name="logits")
+      if mode == est.ModeKeys.PREDICT:
+        return est.EstimatorSpec(mode, predictions={"prob": tf.sigmoid(logits)})
+      loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+      with tf.control_dependencies(
+          tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
+        train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+      accuracy = tf.compat.v1.metrics.accuracy(labels, tf.cast(logits > 0, tf.int32))
+      return est.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                               eval_metric_ops={"accuracy": accuracy})
+
+    estimator = est.Estimator(model_fn, model_dir=sys.argv[1],
+                              config=est.RunConfig(tf_random_seed=3))
+    first = estimator.evaluate(lambda: input_fn(False))
+    estimator.train(input_fn, steps=60)
+    metrics = estimator.evaluate(lambda: input_fn(False))
+    preds = list(estimator.predict(lambda: input_fn(False)))
+    print(json.dumps({
+        "tf_keras_module": tf.keras.layers.Dense.__module__,
+        "first_loss": float(first["loss"]),
+        "loss": float(metrics["loss"]),
+        "accuracy": float(metrics["accuracy"]),
+        "moving_mean": estimator.get_variable_value("bn/moving_mean").tolist(),
+        "moving_variance": estimator.get_variable_value("bn/moving_variance").tolist(),
+        "num_predictions": len(preds),
+        "prob_shape": list(preds[0]["prob"].shape),
+    }))
+""")
+
+
+def test_compat_v1_layers_work_when_tensorflow_is_imported_first(tmp_path, run_python):
+  result = _last_json_line(run_python(_COMPAT_V1_LAYERS_PROGRAM, tmp_path / "model"))
+  # tf.keras resolved to Keras 2 (tf-keras), which tf.compat.v1.layers needs.
+  assert result["tf_keras_module"].startswith("tf_keras")
+  assert result["loss"] < 0.5 * result["first_loss"]
+  assert result["accuracy"] > 0.8
+  # The UPDATE_OPS ran with each step: batch-norm statistics left their
+  # initial values (mean 0, variance 1) and follow the data (inputs ~ 2 +- 3).
+  assert np.max(np.abs(result["moving_mean"])) > 0.1
+  assert np.max(np.abs(np.subtract(result["moving_variance"], 1.0))) > 0.1
+  assert result["num_predictions"] == 64 and result["prob_shape"] == [1]
+
+
+def test_keras_layer_objects_and_keras_metrics(tmp_path):
+  """tf.keras (Keras 2) layer objects called in model_fn; Keras metric objects in eval."""
+  rng = np.random.RandomState(0)
+  x = (rng.randn(64, 4) * 3 + 2).astype(np.float32)
+  y = (x[:, :1] > 2).astype(np.float32)
+  model_variables = {}
+
+  def input_fn(repeat=True):
+    ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+    return (ds.repeat() if repeat else ds).batch(16)
+
+  def model_fn(features, labels, mode):
+    training = mode == est.ModeKeys.TRAIN
+    hidden = tf.keras.layers.Dense(8, activation="relu")
+    norm = tf.keras.layers.BatchNormalization()
+    drop = tf.keras.layers.Dropout(0.2)
+    out = tf.keras.layers.Dense(1)
+    logits = out(drop(norm(hidden(features["x"]), training=training), training=training))
+    model_variables[mode] = sorted(v.op.name for v in tf.compat.v1.global_variables()
+                                   if v.op.name != "global_step")
+    if mode == est.ModeKeys.PREDICT:
+      return est.EstimatorSpec(mode, predictions={"prob": tf.sigmoid(logits)})
+    loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+    with tf.control_dependencies(norm.updates):
+      train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(
+          loss, global_step=tf.compat.v1.train.get_global_step())
+    mean_loss = tf.keras.metrics.Mean()
+    mean_loss.update_state(loss)
+    auc = tf.keras.metrics.AUC()
+    auc.update_state(labels, tf.sigmoid(logits))
+    return est.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                             eval_metric_ops={"mean_loss": mean_loss, "auc": auc})
+
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path), config=_config())
+  first = estimator.evaluate(lambda: input_fn(False))
+  estimator.train(input_fn, steps=60)
+  metrics = estimator.evaluate(lambda: input_fn(False))
+  predictions = list(estimator.predict(lambda: input_fn(False)))
+
+  # The Keras Mean over the 4 eval batches equals Estimator's own loss mean.
+  np.testing.assert_allclose(metrics["mean_loss"], metrics["loss"], rtol=1e-5)
+  np.testing.assert_allclose(first["mean_loss"], first["loss"], rtol=1e-5)
+  assert metrics["loss"] < 0.5 * first["loss"]
+  assert 0.9 < metrics["auc"] <= 1.0 + 1e-6
+  assert len(predictions) == 64 and predictions[0]["prob"].shape == (1,)
+  # Same variable names in the train, eval and predict graphs (else restoring fails).
+  assert model_variables[est.ModeKeys.TRAIN] == model_variables[est.ModeKeys.PREDICT]
+  assert set(model_variables[est.ModeKeys.PREDICT]) <= set(model_variables[est.ModeKeys.EVAL])
+  # Keras 2 batch norm updates moving statistics; metric state is not checkpointed.
+  names = estimator.get_variable_names()
+  moving_mean = [n for n in names if n.endswith("moving_mean")]
+  assert len(moving_mean) == 1
+  assert np.max(np.abs(estimator.get_variable_value(moving_mean[0]))) > 0.1
+  assert not [n for n in names if "auc" in n or "mean/" in n], names
+
+
+_KERAS3_PROGRAM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import keras                     # Keras 3, imported directly
+    import estimator_lite as est
+    import tensorflow as tf
+
+    rng = np.random.RandomState(0)
+    x = (rng.randn(64, 4) * 3 + 2).astype(np.float32)
+    y = (x[:, :1] > 2).astype(np.float32)
+    names = {}
+
+    def input_fn(repeat=True):
+      ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+      return (ds.repeat() if repeat else ds).batch(16)
+
+    def make_model_fn(batch_norm):
+      def model_fn(features, labels, mode):
+        h = keras.layers.Dense(8, activation="relu")(features["x"])
+        if batch_norm:
+          h = keras.layers.BatchNormalization()(h, training=mode == est.ModeKeys.TRAIN)
+        logits = keras.layers.Dense(1)(h)
+        if not batch_norm:
+          names[mode] = sorted(v.op.name for v in tf.compat.v1.trainable_variables())
+        if mode == est.ModeKeys.PREDICT:
+          return est.EstimatorSpec(mode, predictions={"prob": tf.sigmoid(logits)})
+        loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+        train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        metrics = {}
+        if mode == est.ModeKeys.EVAL:
+          mean_loss = keras.metrics.Mean()
+          mean_loss.update_state(loss)
+          auc = keras.metrics.AUC(num_thresholds=1000)
+          auc.update_state(labels, tf.sigmoid(logits))
+          metrics.update(mean_loss=mean_loss, auc=auc)
+        return est.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                 eval_metric_ops=metrics)
+      return model_fn
+
+    config = est.RunConfig(tf_random_seed=3)
+    estimator = est.Estimator(make_model_fn(False), model_dir=sys.argv[1] + "/dense",
+                              config=config)
+    first = estimator.evaluate(lambda: input_fn(False))
+    estimator.train(input_fn, steps=60)
+    metrics = estimator.evaluate(lambda: input_fn(False))
+    preds = list(estimator.predict(lambda: input_fn(False)))
+
+    with_bn = est.Estimator(make_model_fn(True), model_dir=sys.argv[1] + "/bn", config=config)
+    with_bn.train(input_fn, steps=20)
+    variables = with_bn.get_variable_names()
+    mm = [n for n in variables if n.endswith("moving_mean")][0]
+    mv = [n for n in variables if n.endswith("moving_variance")][0]
+    print(json.dumps({
+        "keras_version": keras.__version__,
+        "first_loss": float(first["loss"]),
+        "loss": float(metrics["loss"]),
+        "mean_loss": float(metrics["mean_loss"]),
+        "auc": float(metrics["auc"]),
+        "labels": y[:, 0].tolist(),
+        "probs": [float(p["prob"][0]) for p in preds],
+        "names": names,
+        "num_predictions": len(preds),
+        "prob_shape": list(preds[0]["prob"].shape),
+        "moving_mean": with_bn.get_variable_value(mm).tolist(),
+        "moving_variance": with_bn.get_variable_value(mv).tolist(),
+    }))
+""")
+
+
+def test_keras3_layers_train_evaluate_predict_and_batch_norm_limitation(tmp_path, run_python):
+  result = _last_json_line(run_python(_KERAS3_PROGRAM, tmp_path))
+  assert result["keras_version"].startswith("3.")
+  # Trains: the eval loss dropped well below the initialised model's.
+  assert result["loss"] < 0.5 * result["first_loss"]
+  # A Keras 3 metric object in eval_metric_ops reports the right value (the
+  # mean of the batch losses), not 0.
+  np.testing.assert_allclose(result["mean_loss"], result["loss"], rtol=1e-5)
+  # Keras AUC (thresholded) agrees with the exact AUC of the predictions.
+  exact_auc = _exact_auc(result["labels"], result["probs"])
+  assert result["auc"] == pytest.approx(exact_auc, abs=0.01) and result["auc"] > 0.8
+  assert result["num_predictions"] == 64 and result["prob_shape"] == [1]
+  # Layer (variable) names are the same in each mode's graph, so eval and
+  # predict restore what train saved.
+  names = result["names"]
+  assert names[est.ModeKeys.TRAIN] == names[est.ModeKeys.EVAL] == names[est.ModeKeys.PREDICT]
+  # Documented limitation: Keras 3 BatchNormalization in a tf.compat.v1 graph
+  # never updates its moving statistics (no UPDATE_OPS, no layer.updates).
+  # They stay at their initial values after training, so eval and predict
+  # normalise with mean 0 / variance 1. Use tf-keras layers (tf.keras with
+  # TF_USE_LEGACY_KERAS=1) or tf.compat.v1.layers for batch norm.
+  assert result["moving_mean"] == [0.0] * 8
+  assert result["moving_variance"] == [1.0] * 8
+
+
+# -- files on disk, events, logs ----------------------------------------------
+
+def test_files_events_and_logs_match_tf_estimator(
+    tmp_path, linear_data, make_input_fn, linear_model_fn, read_scalars, tf_logs):
+  x, y = linear_data
+  model_dir = str(tmp_path / "model")
+  estimator = est.Estimator(
+      linear_model_fn, model_dir=model_dir, params={"learning_rate": 0.1},
+      config=_config(save_checkpoints_steps=10, save_summary_steps=5, log_step_count_steps=5))
+  estimator.train(make_input_fn(x, y), steps=20)
+
+  files = set(os.listdir(model_dir))
+  for step in (0, 10, 20):
+    assert {f"model.ckpt-{step}.index", f"model.ckpt-{step}.meta",
+            f"model.ckpt-{step}.data-00000-of-00001"} <= files
+  assert {"checkpoint", "graph.pbtxt"} <= files
+  assert estimator.latest_checkpoint() == os.path.join(model_dir, "model.ckpt-20")
+  assert isinstance(estimator.latest_checkpoint(), str)
+  assert tf.train.get_checkpoint_state(model_dir).model_checkpoint_path.endswith("model.ckpt-20")
+
+  train_scalars = read_scalars(model_dir)
+  assert {"loss", "global_step/sec"} <= set(train_scalars)
+  assert [step for step, _ in train_scalars["loss"]][:4] == [1, 6, 11, 16]
+  assert all(np.isfinite(v) for _, v in train_scalars["global_step/sec"])
+
+  text = tf_logs.text
+  # Every 5th of 20 steps; the first line has no timing. (The logged step
+  # reads the variable the optimizer increments in the same run, unordered
+  # in TensorFlow as under tf.estimator, so the numbers are not asserted.)
+  assert re.search(r"^loss = [-+.e\d]+, step = \d+$", text, re.M), text
+  assert len(re.findall(r"^loss = [-+.e\d]+, step = \d+ \([\d.]+ sec\)$", text, re.M)) == 3, text
+  assert re.search(r"^global_step/sec: [\d.e+-]+$", text, re.M), text
+  assert "Saving checkpoints for 20 into " + os.path.join(model_dir, "model.ckpt") in text
+  assert "Loss for final step:" in text
+
+  tf_logs.clear()
+  eval_input_fn = make_input_fn(x, y, repeat=False)
+  results = estimator.evaluate(eval_input_fn)
+  assert set(results) == {"loss", "rmse", "global_step"}
+  assert results["global_step"] == 20
+  assert "Restoring parameters from " + os.path.join(model_dir, "model.ckpt-20") in tf_logs.text
+  assert re.search(r"Saving dict for global step 20: global_step = 20, loss = [\d.e+-]+, "
+                   r"rmse = [\d.e+-]+", tf_logs.text), tf_logs.text
+  eval_scalars = read_scalars(os.path.join(model_dir, "eval"))
+  assert eval_scalars["loss"] == [(20, pytest.approx(float(results["loss"]), rel=1e-6))]
+  assert eval_scalars["rmse"] == [(20, pytest.approx(float(results["rmse"]), rel=1e-6))]
+  assert estimator.eval_dir() == os.path.join(model_dir, "eval")
+
+  named = estimator.evaluate(eval_input_fn, steps=1, name="foo")
+  assert estimator.eval_dir("foo") == os.path.join(model_dir, "eval_foo")
+  foo_scalars = read_scalars(os.path.join(model_dir, "eval_foo"))
+  assert set(foo_scalars) == {"loss", "rmse"}
+  assert foo_scalars["loss"] == [(20, pytest.approx(float(named["loss"]), rel=1e-6))]
+  # The named evaluation did not add a point to eval/.
+  assert len(read_scalars(os.path.join(model_dir, "eval"))["loss"]) == 1
+
+
+# -- resume ---------------------------------------------------------------------
+
+def test_second_train_resumes_steps_add_and_max_steps_reached_returns(
+    tmp_path, linear_data, make_input_fn, linear_model_fn, tf_logs):
+  x, y = linear_data
+  model_dir = str(tmp_path)
+  estimator = est.Estimator(linear_model_fn, model_dir=model_dir, config=_config(),
+                            params={"learning_rate": 0.1})
+  input_fn = make_input_fn(x, y)
+  estimator.train(input_fn, steps=10)
+  w_at_10 = estimator.get_variable_value("w")
+
+  tf_logs.clear()
+  estimator.train(input_fn, steps=5)  # adds to the restored step
+  assert estimator.get_variable_value("global_step") == 15
+  assert "Restoring parameters from " + os.path.join(model_dir, "model.ckpt-10") in tf_logs.text
+  assert not np.allclose(estimator.get_variable_value("w"), w_at_10)
+
+  tf_logs.clear()
+  calls = []
+  estimator.train(lambda: calls.append(1) or input_fn(), max_steps=15)
+  assert calls == [], "training built a graph although max_steps was reached"
+  assert re.search(r"Skipping training since max_steps has already saved.*15", tf_logs.text)
+  assert estimator.latest_checkpoint().endswith("model.ckpt-15")
+
+  estimator.train(input_fn, max_steps=18)  # max_steps is absolute
+  assert estimator.latest_checkpoint().endswith("model.ckpt-18")
+
+
+_RESUME_PROGRAM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import estimator_lite as est
+    import tensorflow as tf
+
+    def model_fn(features, labels, mode):
+      w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+      b = tf.compat.v1.get_variable("b", [1], initializer=tf.compat.v1.zeros_initializer())
+      loss = tf.compat.v1.losses.mean_squared_error(labels, tf.matmul(features["x"], w) + b)
+      train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+          loss, global_step=tf.compat.v1.train.get_global_step())
+      return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn():
+      x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(16, 2)
+      y = x @ np.array([[2.0], [-3.0]], np.float32) + 0.5
+      return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(8)
+
+    if __name__ == "__main__":
+      tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+      estimator = est.Estimator(model_fn, model_dir=sys.argv[1])
+      estimator.train(input_fn, steps=int(sys.argv[2]))
+      print(json.dumps({"global_step": int(estimator.get_variable_value("global_step")),
+                        "w": estimator.get_variable_value("w").tolist()}))
+""")
+
+
+def test_new_process_resumes_from_latest_checkpoint(tmp_path, run_python):
+  # This process trains 10 steps with the program's model_fn; a new process
+  # running the same program continues from model.ckpt-10.
+  program = {"__name__": "resume_program"}
+  exec(compile(_RESUME_PROGRAM, "resume_program", "exec"), program)  # pylint: disable=exec-used
+  model_dir = tmp_path / "model"
+  estimator = est.Estimator(program["model_fn"], model_dir=str(model_dir))
+  estimator.train(program["input_fn"], steps=10)
+  w_at_10 = estimator.get_variable_value("w").tolist()
+
+  completed = run_python(_RESUME_PROGRAM, model_dir, 5)
+  resumed = _last_json_line(completed)
+  assert resumed["global_step"] == 15
+  assert ("Restoring parameters from " + str(model_dir / "model.ckpt-10")) in completed.stderr
+  assert resumed["w"] != w_at_10
+  assert estimator.latest_checkpoint() == str(model_dir / "model.ckpt-15")
+
+
+# -- model_fn arguments and returns -------------------------------------------
+
+def _spec(features, labels, mode):
+  """A minimal valid spec for `mode` from features["x"] (and labels)."""
+  w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+  prediction = tf.matmul(features["x"], w)
+  if mode == est.ModeKeys.PREDICT:
+    return est.EstimatorSpec(mode, predictions=prediction)
+  target = labels if labels is not None else tf.zeros_like(prediction)
+  loss = tf.reduce_mean(tf.square(prediction - target))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return est.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=prediction)
+
+
+def _features_only(features):
+  return _spec(features, None, est.ModeKeys.TRAIN)
+
+
+def _features_labels(features, labels):
+  return _spec(features, labels, est.ModeKeys.TRAIN)
+
+
+def _keyword_order(mode, labels, features):
+  return _spec(features, labels, mode)
+
+
+def _all_five(features, labels, mode, params, config):
+  assert params == {"lr": 1} and isinstance(config, est.RunConfig)
+  assert config.model_dir
+  return _spec(features, labels, mode)
+
+
+def _with_params_config(features, mode, params, config):
+  assert params == {"lr": 1} and isinstance(config, est.RunConfig)
+  return _spec(features, None, mode)
+
+
+def _with_extra(features, labels, mode, extra):
+  assert extra == "bound"
+  return _spec(features, labels, mode)
+
+
+@pytest.mark.parametrize("model_fn,params,with_labels", [
+    (_features_only, None, False),
+    (_features_labels, None, True),
+    (_keyword_order, None, True),
+    (_all_five, {"lr": 1}, True),
+    (_with_params_config, {"lr": 1}, False),
+    (functools.partial(_with_extra, extra="bound"), None, True),
+], ids=["features", "features_labels", "by_name_any_order", "all_five",
+        "params_config", "functools_partial"])
+def test_model_fn_may_take_any_subset_of_arguments_by_name(
+    tmp_path, linear_data, make_input_fn, model_fn, params, with_labels):
+  x, y = linear_data
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path), params=params,
+                            config=_config())
+  estimator.train(make_input_fn(x, y if with_labels else None), steps=2)
+  assert estimator.get_variable_value("global_step") == 2
+
+
+def test_params_without_params_argument_is_an_error():
+  with pytest.raises(ValueError, match=r"does not include params argument.*\{'lr': 1\}"):
+    est.Estimator(_features_labels, params={"lr": 1})
+  with pytest.raises(ValueError, match="must include features argument"):
+    est.Estimator(lambda labels, mode: None)
+  with pytest.raises(ValueError, match=r"not expected args: \['hidden_units'\]"):
+    est.Estimator(lambda features, hidden_units: None)
+
+
+def _returns(make):
+  """A model_fn whose spec `make(mode, loss, train_op, predictions)` builds."""
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [2, 1])
+    prediction = tf.matmul(features["x"], w)
+    loss = tf.reduce_mean(tf.square(prediction - (0.0 if labels is None else labels)))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return make(mode, loss, train_op, prediction)
+  return model_fn
+
+
+@pytest.mark.parametrize("call,make,pattern", [
+    ("train", lambda m, l, t, p: est.EstimatorSpec(m, train_op=t),
+     r"Missing loss.*mode 'train'"),
+    ("evaluate", lambda m, l, t, p: est.EstimatorSpec(m, predictions=p),
+     r"Missing loss.*mode 'eval'"),
+    ("train", lambda m, l, t, p: est.EstimatorSpec(m, loss=l),
+     r"Missing train_op.*mode 'train'"),
+    ("predict", lambda m, l, t, p: est.EstimatorSpec(m, loss=l),
+     r"Missing predictions.*mode 'infer'"),
+    ("train", lambda m, l, t, p: {"loss": l, "train_op": t},
+     r"model_fn should return an EstimatorSpec \(mode 'train'\).*\{'loss'"),
+    ("evaluate", lambda m, l, t, p: est.EstimatorSpec(est.ModeKeys.TRAIN, loss=l, train_op=t),
+     r"called with mode 'eval' but returned an EstimatorSpec for mode 'train'"),
+], ids=["train_no_loss", "eval_no_loss", "no_train_op", "no_predictions",
+        "not_a_spec", "wrong_mode"])
+def test_wrong_model_fn_returns_name_the_mode_and_field(
+    tmp_path, linear_data, make_input_fn, call, make, pattern):
+  x, y = linear_data
+  estimator = est.Estimator(_returns(make), model_dir=str(tmp_path))
+  with pytest.raises((ValueError, TypeError), match=pattern):
+    if call == "train":
+      estimator.train(make_input_fn(x, y), steps=1)
+    elif call == "evaluate":
+      estimator.evaluate(make_input_fn(x, y, repeat=False))
+    else:
+      next(estimator.predict(make_input_fn(x, y, repeat=False)))
+  assert not estimator.latest_checkpoint()
+
+
+def test_no_model_dir_uses_a_logged_temporary_directory(linear_model_fn, tf_logs):
+  estimator = est.Estimator(linear_model_fn, params={})
+  assert os.path.isdir(estimator.model_dir)
+  assert estimator.config.model_dir == estimator.model_dir
+  assert ("Using temporary folder as model directory: " + estimator.model_dir) in tf_logs.text
+  os.rmdir(estimator.model_dir)  # nothing was written; leave no trace

@@ -1,0 +1,195 @@
+"""Hooks: a user's tf.estimator-style SessionRunHook, hooks per mode, listeners, stop and NaN hooks."""
+import os
+import time
+
+import numpy as np
+import pytest
+
+import estimator_lite as est
+import tensorflow as tf
+
+
+class RecordingHook(tf.compat.v1.train.SessionRunHook):
+  """A hook as a tf.estimator user wrote it: subclasses TensorFlow's SessionRunHook."""
+
+  def __init__(self):
+    self.calls = []
+    self.fetched = []     # what before_run asked for, as after_run received it
+    self.steps_seen = []  # the global step after each run
+    self.final_step = None
+
+  def begin(self):
+    self.calls.append("begin")
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    self.calls.append("after_create_session")
+
+  def before_run(self, run_context):
+    self.calls.append("before_run")
+    return tf.compat.v1.train.SessionRunArgs(self._global_step)
+
+  def after_run(self, run_context, run_values):
+    self.calls.append("after_run")
+    self.fetched.append(int(run_values.results))
+    self.steps_seen.append(int(run_context.session.run(self._global_step)))
+
+  def end(self, session):
+    self.calls.append("end")
+    self.final_step = int(session.run(self._global_step))
+
+
+def _model_fn_with_hooks(hooks):
+  """Linear model_fn returning [hooks[name]] in the EstimatorSpec field `name`."""
+  hooks = {name: [hook] for name, hook in hooks.items()}
+
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+    prediction = tf.matmul(features["x"], w)
+    if mode == est.ModeKeys.PREDICT:
+      return est.EstimatorSpec(mode, predictions={"y": prediction},
+                               prediction_hooks=hooks.get("prediction_hooks"))
+    loss = tf.compat.v1.losses.mean_squared_error(labels, prediction)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return est.EstimatorSpec(
+        mode, loss=loss, train_op=train_op,
+        training_hooks=hooks.get("training_hooks"),
+        training_chief_hooks=hooks.get("training_chief_hooks"),
+        evaluation_hooks=hooks.get("evaluation_hooks"))
+  return model_fn
+
+
+def _protocol(steps):
+  return (["begin", "after_create_session"] + ["before_run", "after_run"] * steps + ["end"])
+
+
+def test_hooks_run_in_their_modes(tmp_path, linear_data, make_input_fn):
+  x, y = linear_data
+  spec_hooks = {name: RecordingHook() for name in (
+      "training_hooks", "training_chief_hooks", "evaluation_hooks", "prediction_hooks")}
+  train_hook, eval_hook, predict_hook = RecordingHook(), RecordingHook(), RecordingHook()
+  estimator = est.Estimator(_model_fn_with_hooks(spec_hooks), model_dir=str(tmp_path))
+
+  estimator.train(make_input_fn(x, y), steps=5, hooks=[train_hook])
+  for hook in (train_hook, spec_hooks["training_hooks"], spec_hooks["training_chief_hooks"]):
+    assert hook.calls == _protocol(5)
+    assert hook.steps_seen == [1, 2, 3, 4, 5]
+    # before_run's fetch came back in after_run. (Reading the step variable in
+    # the same run as the optimizer's increment is unordered, in TensorFlow
+    # as under tf.estimator, so it may show either value.)
+    assert all(s - 1 <= f <= s for f, s in zip(hook.fetched, hook.steps_seen))
+    assert hook.final_step == 5
+  for name in ("evaluation_hooks", "prediction_hooks"):
+    assert spec_hooks[name].calls == []
+
+  estimator.evaluate(make_input_fn(x, y), steps=3, hooks=[eval_hook])
+  for hook in (eval_hook, spec_hooks["evaluation_hooks"]):
+    assert hook.calls == _protocol(3)
+    assert hook.steps_seen == hook.fetched == [5, 5, 5]
+  assert spec_hooks["prediction_hooks"].calls == []
+
+  predictions = estimator.predict(make_input_fn(x, repeat=False, batch_size=32),
+                                  hooks=[predict_hook], yield_single_examples=False)
+  assert len(list(predictions)) == 2
+  for hook in (predict_hook, spec_hooks["prediction_hooks"]):
+    # Two batches, then a run that meets the end of input (no after_run).
+    assert hook.calls == _protocol(2)[:-1] + ["before_run", "end"]
+  # Training hooks were not called again outside TRAIN.
+  assert spec_hooks["training_hooks"].calls == _protocol(5)
+  assert spec_hooks["training_chief_hooks"].calls == _protocol(5)
+
+
+def test_hooks_must_be_session_run_hooks(tmp_path, linear_data, make_input_fn):
+  x, y = linear_data
+  estimator = est.Estimator(_model_fn_with_hooks({}), model_dir=str(tmp_path))
+  with pytest.raises(TypeError, match=r"SessionRunHook.*Estimator.train\(hooks=...\)"):
+    estimator.train(make_input_fn(x, y), steps=1, hooks=[lambda: None])
+  with pytest.raises(TypeError, match="saving_listeners must be a list of CheckpointSaverListener"):
+    estimator.train(make_input_fn(x, y), steps=1, saving_listeners=[RecordingHook()])
+
+
+class RecordingListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Records each call and whether the checkpoint file of that step exists yet."""
+
+  def __init__(self, model_dir):
+    self.model_dir = model_dir
+    self.calls = []
+
+  def _exists(self, step):
+    return os.path.exists(os.path.join(self.model_dir, f"model.ckpt-{step}.index"))
+
+  def begin(self):
+    self.calls.append(("begin",))
+
+  def before_save(self, session, global_step_value):
+    self.calls.append(("before_save", global_step_value, self._exists(global_step_value)))
+
+  def after_save(self, session, global_step_value):
+    self.calls.append(("after_save", global_step_value, self._exists(global_step_value)))
+
+  def end(self, session, global_step_value):
+    self.calls.append(("end", global_step_value))
+
+
+def test_saving_listeners_are_called_around_each_save(tmp_path, linear_data, make_input_fn):
+  x, y = linear_data
+  model_dir = str(tmp_path)
+  listener = RecordingListener(model_dir)
+  estimator = est.Estimator(_model_fn_with_hooks({}), model_dir=model_dir,
+                            config=est.RunConfig(save_checkpoints_steps=5))
+  estimator.train(make_input_fn(x, y), steps=12, saving_listeners=[listener])
+  expected = [("begin",)]
+  for step in (0, 5, 10, 12):  # the initial save, every 5 steps, the final one
+    expected += [("before_save", step, False), ("after_save", step, True)]
+  assert listener.calls == expected + [("end", 12)]
+
+  no_saves = est.Estimator(_model_fn_with_hooks({}), model_dir=str(tmp_path / "other"),
+                           config=est.RunConfig(save_checkpoints_steps=None,
+                                                save_checkpoints_secs=None))
+  with pytest.raises(ValueError, match="There should be a CheckpointSaverHook to use saving_listeners"):
+    no_saves.train(make_input_fn(x, y), steps=1, saving_listeners=[listener])
+
+
+class _FailAfter(tf.compat.v1.train.SessionRunHook):
+  """Safety net: fails the test instead of training forever if stopping is broken."""
+
+  def __init__(self, secs):
+    self._deadline = time.monotonic() + secs
+
+  def after_run(self, run_context, run_values):
+    if time.monotonic() > self._deadline:
+      raise RuntimeError("training did not stop in time")
+
+
+def test_stop_at_time_hook_stops_training_and_saves(tmp_path, linear_data, make_input_fn):
+  x, y = linear_data
+  estimator = est.Estimator(_model_fn_with_hooks({}), model_dir=str(tmp_path))
+  # No steps or max_steps and an endless input: only the hook can stop it.
+  estimator.train(make_input_fn(x, y), hooks=[est.StopAtTimeHook(0.5), _FailAfter(60)])
+  step = int(estimator.get_variable_value("global_step"))
+  assert step > 0
+  assert estimator.latest_checkpoint().endswith(f"model.ckpt-{step}")
+  with pytest.raises(ValueError, match="max_secs > 0"):
+    est.StopAtTimeHook(0)
+
+
+def test_nan_loss_raises_and_latest_checkpoint_has_no_nan(tmp_path):
+  # Labels of the 7th batch are NaN: the loss of step 6 -> 7 is NaN and its
+  # update writes NaN into w. A checkpoint is due at every step, so without
+  # care the NaN weights would be saved as model.ckpt-7.
+  x = np.ones((10, 2), np.float32)
+  y = np.ones((10, 1), np.float32)
+  y[6] = np.nan
+  model_dir = str(tmp_path)
+  estimator = est.Estimator(_model_fn_with_hooks({}), model_dir=model_dir,
+                            config=est.RunConfig(save_checkpoints_steps=1))
+  with pytest.raises(est.NanLossDuringTrainingError, match="NaN loss"):
+    estimator.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(1))
+  latest = estimator.latest_checkpoint()
+  assert latest.endswith("model.ckpt-6")
+  reader = tf.train.load_checkpoint(latest)
+  for name in reader.get_variable_to_shape_map():
+    assert np.all(np.isfinite(reader.get_tensor(name))), name
+  # Training can continue from the last good checkpoint.
+  assert estimator.get_variable_value("global_step") == 6
