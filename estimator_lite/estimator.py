@@ -14,6 +14,7 @@ from estimator_lite import _cluster_session
 from estimator_lite import _fn_args
 from estimator_lite import _inputs
 from estimator_lite import _metrics
+from estimator_lite import _nan_loss
 from estimator_lite import _preemption
 from estimator_lite import _quiet
 from estimator_lite import _summaries
@@ -345,10 +346,10 @@ class Estimator:
         stop_hooks = []
         if steps is not None or max_steps is not None:
           stop_hooks = [tf.compat.v1.train.StopAtStepHook(steps, max_steps)]
-        logged_step = tf.compat.v1.train.get_global_step(graph)
-        if logged_step is None:
+        if tf.compat.v1.train.get_global_step(graph) is None:
           raise ValueError("model_fn removed the global step; keep "
                            "tf.compat.v1.train.get_or_create_global_step().")
+        logged_step = _read_step_before_increment(graph)
       return self._train_with_spec(spec, input_hooks + hooks + stop_hooks, logged_step,
                                    saving_listeners)
 
@@ -378,7 +379,7 @@ class Estimator:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
     worker_hooks = list(worker_hooks)
-    worker_hooks.append(tf.compat.v1.train.NanTensorHook(spec.loss))
+    worker_hooks.append(_nan_loss.NanLossHook(spec.loss, logged_step))
     if config.log_step_count_steps is not None:
       # LoggingTensorHook counts Session.run calls; with steps_per_loop each
       # call is steps_per_loop steps.
@@ -647,6 +648,31 @@ class Estimator:
         self, export_dir_base, serving_input_receiver_fn,
         assets_extra=assets_extra, as_text=as_text,
         checkpoint_path=checkpoint_path, strip_default_attrs=strip_default_attrs)
+
+
+_INCREMENT_OP_TYPES = ("AssignAddVariableOp", "AssignAdd")
+
+
+def _read_step_before_increment(graph):
+  """Returns the global step read that hooks fetch, ordered before its increment.
+
+  The optimizer's increment of the global step and the read that hooks
+  (StepCounterHook, LoggingTensorHook, the NaN guard) fetch run in the same
+  Session.run with nothing ordering them, so a hook could see either value
+  (tf.estimator too: its "global step has not been increased" warnings). A
+  control edge from the read to each increment makes every hook see the step
+  as it was when the step ran.
+  """
+  global_step = tf.compat.v1.train.get_global_step(graph)
+  read = training_util._get_or_create_global_step_read(graph)  # pylint: disable=protected-access
+  handle = getattr(global_step, "handle", None)
+  targets = {t.name for t in (handle, global_step._ref() if handle is None else None)  # pylint: disable=protected-access
+             if t is not None}
+  for op in graph.get_operations():
+    if (op.type in _INCREMENT_OP_TYPES and op.inputs and op.inputs[0].name in targets and
+        read.op not in op.control_inputs):
+      op._add_control_inputs([read.op])  # pylint: disable=protected-access
+  return read
 
 
 def _check_restorable(scaffold, checkpoint_path):

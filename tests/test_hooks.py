@@ -184,7 +184,7 @@ def test_nan_loss_raises_and_latest_checkpoint_has_no_nan(tmp_path):
   model_dir = str(tmp_path)
   estimator = est.Estimator(_model_fn_with_hooks({}), model_dir=model_dir,
                             config=est.RunConfig(save_checkpoints_steps=1))
-  with pytest.raises(est.NanLossDuringTrainingError, match="NaN loss"):
+  with pytest.raises(est.NanLossDuringTrainingError, match="NaN loss during training at global step 6"):
     estimator.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(1))
   latest = estimator.latest_checkpoint()
   assert latest.endswith("model.ckpt-6")
