@@ -8,9 +8,16 @@ from estimator_lite import _legacy_keras
 _legacy_keras.select_legacy_keras()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from estimator_lite import compat
+from estimator_lite import experimental
 from estimator_lite import export
+from estimator_lite import inputs
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.exporter import BestExporter
+from estimator_lite.exporter import Exporter
+from estimator_lite.exporter import FinalExporter
+from estimator_lite.exporter import LatestExporter
 from estimator_lite.hooks import CheckpointSaverHook
 from estimator_lite.hooks import CheckpointSaverListener
 from estimator_lite.hooks import FeedFnHook
@@ -32,6 +39,9 @@ from estimator_lite.hooks import SummarySaverHook
 from estimator_lite._preemption import Preempted
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
+from estimator_lite.training import EvalSpec
+from estimator_lite.training import TrainSpec
+from estimator_lite.training import train_and_evaluate
 from estimator_lite.warm_starting import VocabInfo
 from estimator_lite.warm_starting import WarmStartSettings
 

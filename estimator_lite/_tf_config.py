@@ -116,6 +116,19 @@ def _global_id(cluster_spec, task_type, task_id, chief_type):
   return None
 
 
+def _session_master(config, cluster_spec, task_type, task_id):
+  """The session target of a training task, by tf.estimator's precedence."""
+  if "session_master" in config:
+    return config["session_master"]
+  jobs = cluster_spec.jobs
+  # A one-node cluster trains in-process: a direct session is faster than one
+  # through this task's own gRPC server, and no server needs to start.
+  if len(jobs) == 1 and len(cluster_spec.job_tasks(jobs[0])) == 1:
+    return LOCAL_MASTER
+  rpc_layer = config.get("rpc_layer", "grpc")
+  return f"{rpc_layer}://{cluster_spec.job_tasks(task_type)[task_id]}"
+
+
 def parse_tf_config(raw):
   """Parses a TF_CONFIG string.
 
@@ -138,7 +151,7 @@ def parse_tf_config(raw):
   environment = config.get("environment", "local")
   if not isinstance(environment, str):
     _fail(f'"environment" must be a string, got {environment!r}.', raw)
-  evaluation_master = config.get("eval_session_master", LOCAL_MASTER)
+  eval_session_master = config.get("eval_session_master", LOCAL_MASTER)
   # Kubeflow's TFJob lists the evaluator inside "cluster"; it is not part of the
   # training cluster, and servers must not wait for it.
   training_jobs = {job: list(addrs.values()) if isinstance(addrs, dict) else list(addrs)
@@ -158,7 +171,7 @@ def parse_tf_config(raw):
     return ClusterRole(
         cluster_spec=tf.train.ClusterSpec({}), task_type=task_type, task_id=task_id,
         master=config.get("session_master", LOCAL_MASTER),
-        evaluation_master=evaluation_master,
+        evaluation_master=eval_session_master,
         num_ps_replicas=0, num_worker_replicas=0 if is_evaluator else 1,
         is_chief=not is_evaluator, global_id_in_cluster=None if is_evaluator else 0,
         environment=environment)
@@ -184,7 +197,7 @@ def parse_tf_config(raw):
             f"{len(evaluators)} task(s).", raw)
     return ClusterRole(
         cluster_spec=tf.train.ClusterSpec({}), task_type=task_type, task_id=task_id,
-        master=LOCAL_MASTER, evaluation_master=evaluation_master,
+        master=LOCAL_MASTER, evaluation_master=eval_session_master,
         num_ps_replicas=0, num_worker_replicas=0, is_chief=False,
         global_id_in_cluster=None, environment=environment)
   if task_type not in training_jobs:
@@ -193,12 +206,12 @@ def parse_tf_config(raw):
   if task_id >= len(training_jobs[task_type]):
     _fail(f"task index {task_id} is out of range for job {task_type!r} with "
           f"{len(training_jobs[task_type])} task(s).", raw)
-  address = training_jobs[task_type][task_id]
-  rpc_layer = config.get("rpc_layer", "grpc")
   return ClusterRole(
       cluster_spec=cluster_spec, task_type=task_type, task_id=task_id,
-      master=f"{rpc_layer}://{address}",
-      evaluation_master=evaluation_master,
+      master=_session_master(config, cluster_spec, task_type, task_id),
+      # As tf.estimator: only an evaluator evaluates against eval_session_master;
+      # a chief or master evaluates in-process.
+      evaluation_master=LOCAL_MASTER,
       num_ps_replicas=len(training_jobs.get(PS, ())),
       num_worker_replicas=len(training_jobs[chief_type]) + len(training_jobs.get(WORKER, ())),
       is_chief=task_type == chief_type,

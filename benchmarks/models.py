@@ -1,0 +1,197 @@
+"""The three benchmark models as plain tf.compat.v1 graph code, shared by every system.
+
+The same functions build the graph for tf.estimator 2.15 (run in the reference
+venv), estimator_lite, the bare `Session.run` loop and the in-graph loop, so the
+systems differ only in what runs the graph. Nothing here imports an estimator
+package: `make_model_fn(model, api)` wraps a model for an API module that has
+`EstimatorSpec`, `ModeKeys` and `export.PredictOutput` (tf.estimator or
+estimator_lite).
+
+Data is generated inside the input pipeline from fixed seeds (stateless random
+ops) and cached after the first pass, so no array is embedded in the graph as
+a constant and the steady-state input cost is the same small one everywhere.
+
+* linear: linear regression, 10 features, batch 32, SGD.
+* mlp: 784-512-512-10 classifier, batch 256, Adam.
+* wide_deep: 8 string categorical slots hashed into 100,000 buckets
+  (`tf.strings.to_hash_bucket_fast`), a dim-16 embedding (deep) and a dim-1
+  one (wide), plus 13 dense features; 141-256-128-1 tower; batch 512; Adagrad.
+"""
+import collections
+
+import tensorflow as tf
+
+_v1 = tf.compat.v1
+# Distinct batches generated per input pipeline; the pool repeats (cached).
+POOL_BATCHES = 16
+_SEED = 20240601
+
+Model = collections.namedtuple(
+    "Model", ["name", "batch_size", "make_batch", "build", "serving_features"])
+"""A benchmark model.
+
+  make_batch(i) -> (features dict, labels): batch i of the pool, from seed.
+  build(features, labels, train) -> Built: the graph for one step.
+  serving_features() -> dict of placeholders for export.
+"""
+
+Built = collections.namedtuple("Built", ["loss", "train_op", "predictions", "metrics"])
+
+
+def _seed(i, salt):
+  return tf.stack([tf.constant(_SEED + salt, tf.int64), tf.cast(i, tf.int64)])
+
+
+def _dense(x, units, name, activation=None):
+  with _v1.variable_scope(name):
+    w = _v1.get_variable("kernel", [x.shape[-1], units],
+                         initializer=_v1.glorot_uniform_initializer(seed=len(name)))
+    b = _v1.get_variable("bias", [units], initializer=_v1.zeros_initializer())
+  y = tf.matmul(x, w) + b
+  return activation(y) if activation else y
+
+
+def _train_op(optimizer, loss, train):
+  if not train:
+    return None
+  return optimizer.minimize(loss, global_step=_v1.train.get_global_step())
+
+
+# -- linear --------------------------------------------------------------------
+_LINEAR_FEATURES = 10
+
+
+def _linear_batch(i):
+  x = tf.random.stateless_normal([32, _LINEAR_FEATURES], _seed(i, 1))
+  true_w = tf.linspace(-1.0, 1.0, _LINEAR_FEATURES)[:, None]
+  noise = 0.1 * tf.random.stateless_normal([32, 1], _seed(i, 2))
+  return {"x": x}, tf.matmul(x, true_w) + 0.5 + noise
+
+
+def _linear_build(features, labels, train):
+  pred = _dense(features["x"], 1, "linear")
+  predictions = {"y": pred}
+  if labels is None:
+    return Built(None, None, predictions, None)
+  loss = tf.reduce_mean(tf.square(pred - labels))
+  metrics = {"mse": _v1.metrics.mean_squared_error(labels, pred)}
+  return Built(loss, _train_op(_v1.train.GradientDescentOptimizer(0.05), loss, train),
+               predictions, metrics)
+
+
+def _linear_serving():
+  return {"x": _v1.placeholder(tf.float32, [None, _LINEAR_FEATURES], name="x")}
+
+
+# -- mlp -----------------------------------------------------------------------
+def _mlp_batch(i):
+  x = tf.random.stateless_uniform([256, 784], _seed(i, 3))
+  y = tf.random.stateless_uniform([256], _seed(i, 4), maxval=10, dtype=tf.int32)
+  return {"x": x}, y
+
+
+def _mlp_build(features, labels, train):
+  net = _dense(features["x"], 512, "hidden1", tf.nn.relu)
+  net = _dense(net, 512, "hidden2", tf.nn.relu)
+  logits = _dense(net, 10, "logits")
+  predictions = {"class": tf.argmax(logits, axis=1), "probabilities": tf.nn.softmax(logits)}
+  if labels is None:
+    return Built(None, None, predictions, None)
+  loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=logits))
+  metrics = {"accuracy": _v1.metrics.accuracy(labels, predictions["class"])}
+  return Built(loss, _train_op(_v1.train.AdamOptimizer(1e-3), loss, train),
+               predictions, metrics)
+
+
+def _mlp_serving():
+  return {"x": _v1.placeholder(tf.float32, [None, 784], name="x")}
+
+
+# -- wide & deep ---------------------------------------------------------------
+_BUCKETS = 100_000
+_SLOTS = 8
+_DENSE = 13
+_EMBED_DIM = 16
+
+
+def _wide_deep_batch(i):
+  ids = tf.random.stateless_uniform([512, _SLOTS], _seed(i, 5), maxval=1_000_000,
+                                    dtype=tf.int32)
+  slot_names = tf.constant([[f"s{s}_" for s in range(_SLOTS)]])
+  cat = tf.strings.join([tf.tile(slot_names, [512, 1]), tf.strings.as_string(ids)])
+  dense = tf.random.stateless_normal([512, _DENSE], _seed(i, 6))
+  label = tf.cast(tf.reduce_sum(dense[:, :3], axis=1, keepdims=True)
+                  + tf.cast(ids[:, :1] % 2, tf.float32) > 0.5, tf.float32)
+  return {"cat": cat, "dense": dense}, label
+
+
+def _wide_deep_build(features, labels, train):
+  bucket = tf.strings.to_hash_bucket_fast(features["cat"], _BUCKETS)
+  deep_table = _v1.get_variable(
+      "deep_embedding", [_BUCKETS, _EMBED_DIM],
+      initializer=_v1.truncated_normal_initializer(stddev=0.05, seed=7))
+  wide_table = _v1.get_variable("wide_weights", [_BUCKETS, 1],
+                                initializer=_v1.zeros_initializer())
+  deep = tf.reshape(tf.nn.embedding_lookup(deep_table, bucket), [-1, _SLOTS * _EMBED_DIM])
+  net = tf.concat([deep, features["dense"]], axis=1)
+  net = _dense(net, 256, "deep1", tf.nn.relu)
+  net = _dense(net, 128, "deep2", tf.nn.relu)
+  wide = tf.reduce_sum(tf.nn.embedding_lookup(wide_table, bucket), axis=1)
+  logits = _dense(net, 1, "deep_logits") + wide + _dense(features["dense"], 1, "wide_dense")
+  predictions = {"probability": tf.sigmoid(logits)}
+  if labels is None:
+    return Built(None, None, predictions, None)
+  loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
+  metrics = {"auc_proxy_accuracy": _v1.metrics.accuracy(
+      labels, tf.cast(predictions["probability"] > 0.5, tf.float32))}
+  return Built(loss, _train_op(_v1.train.AdagradOptimizer(0.05), loss, train),
+               predictions, metrics)
+
+
+def _wide_deep_serving():
+  return {"cat": _v1.placeholder(tf.string, [None, _SLOTS], name="cat"),
+          "dense": _v1.placeholder(tf.float32, [None, _DENSE], name="dense")}
+
+
+MODELS = {
+    "linear": Model("linear", 32, _linear_batch, _linear_build, _linear_serving),
+    "mlp": Model("mlp", 256, _mlp_batch, _mlp_build, _mlp_serving),
+    "wide_deep": Model("wide_deep", 512, _wide_deep_batch, _wide_deep_build,
+                       _wide_deep_serving),
+}
+
+
+def dataset(model):
+  """The model's training data: POOL_BATCHES seeded batches, cached, repeated forever."""
+  return (tf.data.Dataset.range(POOL_BATCHES).map(model.make_batch).cache().repeat()
+          .prefetch(2))
+
+
+def make_input_fn(model):
+  """An input_fn (no arguments) returning `dataset(model)`."""
+  def input_fn():
+    return dataset(model)
+  return input_fn
+
+
+def make_model_fn(model, api):
+  """A model_fn for `api` (tf.estimator or estimator_lite) running `model`."""
+  def model_fn(features, labels, mode):
+    train = mode == api.ModeKeys.TRAIN
+    built = model.build(features, labels if mode != api.ModeKeys.PREDICT else None, train)
+    if mode == api.ModeKeys.PREDICT:
+      return api.EstimatorSpec(
+          mode, predictions=built.predictions,
+          export_outputs={"serving_default": api.export.PredictOutput(built.predictions)})
+    return api.EstimatorSpec(mode, loss=built.loss, train_op=built.train_op,
+                             predictions=built.predictions, eval_metric_ops=built.metrics)
+  return model_fn
+
+
+def serving_input_receiver_fn(model, api):
+  """A raw serving input receiver fn for `api` over the model's features."""
+  def receiver_fn():
+    features = model.serving_features()
+    return api.export.ServingInputReceiver(features, features)
+  return receiver_fn

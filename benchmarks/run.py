@@ -1,0 +1,451 @@
+"""The benchmark: tf.estimator 2.15 vs estimator_lite vs a bare Session.run loop vs an in-graph loop.
+
+    python benchmarks/run.py            # full run (~13 min): writes benchmarks/RESULTS.md,
+                                        # benchmarks/results.json, benchmarks/steps_per_sec.png
+    python benchmarks/run.py --quick    # one short run of everything (~4 min), to a temp dir
+    python benchmarks/run.py --smoke    # seconds: the harness still works (used by a test)
+
+Run it with the current venv's python (estimator_lite's TensorFlow); the
+tf.estimator 2.15 parts run with the reference venv's python
+(tests/reference/ref_env.py; created when missing, except with --smoke,
+which skips them when it is missing). Every measurement is a fresh process,
+started one at a time (except the multi-process cluster and evaluator runs).
+
+Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
+  tf.estimator 2.15      tf.estimator.Estimator, default RunConfig;
+  estimator_lite         estimator_lite.Estimator, default RunConfig;
+  estimator_lite K=100   RunConfig(steps_per_loop=100);
+  bare Session.run       Session.run(train_op) in a Python loop, same graph;
+  in-graph loop K=100    the same graph in a tf.while_loop, 100 steps a run.
+Plus the evaluator task's latency and asynchronous ps training (see
+workloads/evaluator.py and workloads/cluster_task.py), and a cProfile of
+estimator_lite on the linear model (profile_linear.py).
+"""
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+WORKLOADS = os.path.join(HERE, "workloads")
+sys.path.insert(0, HERE)
+
+import report  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# (key, label, system, steps_per_loop, uses the reference python)
+SYSTEMS = (
+    ("tf_estimator", "tf.estimator 2.15", "tf_estimator", 1, True),
+    ("estimator_lite", "estimator_lite", "estimator_lite", 1, False),
+    ("estimator_lite_k100", "estimator_lite K=100", "estimator_lite", 100, False),
+    ("bare", "bare Session.run", "bare", 1, False),
+    ("in_graph", "in-graph loop K=100", "in_graph", 100, False),
+)
+MODELS = ("linear", "mlp", "wide_deep")
+
+# Per mode: runs per (system, model), training steps per model (multiples of
+# 100), and the evaluator/cluster settings.
+PROFILES = {
+    "full": dict(runs=5, steps={"linear": 6000, "mlp": 300, "wide_deep": 400},
+                 eval_ckpts=6, dist_runs=3, dist_secs=8.0, profile_steps=4000,
+                 models=MODELS, dist_workers=(1, 2)),
+    "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
+                  eval_ckpts=3, dist_runs=1, dist_secs=4.0, profile_steps=1000,
+                  models=MODELS, dist_workers=(1, 2)),
+    "smoke": dict(runs=1, steps={"linear": 300}, eval_ckpts=0, dist_runs=0, dist_secs=0,
+                  profile_steps=0, models=("linear",), dist_workers=()),
+}
+_TRAIN_TIMEOUT = 600
+_DIST_STARTUP_SECS = 10.0  # allowance for workers to import, build and connect
+
+
+def log(message):
+  print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _load_ref_env():
+  path = os.path.join(REPO, "tests", "reference", "ref_env.py")
+  spec = importlib.util.spec_from_file_location("ref_env", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def reference_python(create):
+  """The reference venv's python; created when missing if `create`, else None.
+
+  Without `create` (--smoke) the venv is only looked for, not probed: probing
+  imports TensorFlow, which takes seconds.
+  """
+  ref_env = _load_ref_env()
+  if not create:
+    python = ref_env.venv_python()
+    return python if os.path.exists(python) else None
+  return ref_env.ensure_ref_python(log=log)
+
+
+def child_env(reference):
+  env = dict(os.environ)
+  env.pop("TF_CONFIG", None)
+  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+  env["PYTHONUNBUFFERED"] = "1"
+  if reference:
+    env.pop("PYTHONPATH", None)
+  else:
+    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+  return env
+
+
+def _tail(text, lines=15):
+  return "\n".join((text or "").strip().splitlines()[-lines:])
+
+
+class Runner:
+  """Starts workload processes and collects their JSON."""
+
+  def __init__(self, python, ref_python, work_dir):
+    self.python = python
+    self.ref_python = ref_python
+    self.work_dir = work_dir
+    self._count = 0
+
+  def _path(self, name):
+    self._count += 1
+    return os.path.join(self.work_dir, f"{self._count:04d}_{name}")
+
+  def start(self, script, args, reference, name):
+    """Starts a workload; returns (Popen, out_json_path, log_path, launch_time)."""
+    out = self._path(name + ".json")
+    log_path = self._path(name + ".log")
+    python = self.ref_python if reference else self.python
+    cmd = [python, os.path.join(WORKLOADS, script), *args, "--out", out]
+    log_file = open(log_path, "w")  # pylint: disable=consider-using-with
+    launch = time.time()
+    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT,
+                            env=child_env(reference), cwd=REPO)
+    log_file.close()
+    return proc, out, log_path, launch
+
+  @staticmethod
+  def finish(proc, out, log_path, timeout):
+    """Waits; returns (result dict or None, error text or None)."""
+    try:
+      proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      stop(proc)
+      return None, f"timed out after {timeout} s"
+    with open(log_path) as f:
+      output = f.read()
+    if proc.returncode != 0 or not os.path.exists(out):
+      return None, f"exit {proc.returncode}: {_tail(output)}"
+    with open(out) as f:
+      return json.load(f), None
+
+
+def stop(proc, grace=5):
+  """Terminates a process this harness started (and waits for it)."""
+  if proc.poll() is not None:
+    return
+  proc.terminate()
+  try:
+    proc.wait(timeout=grace)
+  except subprocess.TimeoutExpired:
+    proc.kill()
+    proc.wait()
+
+
+def free_port():
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+# -- the runs ------------------------------------------------------------------
+def _train_args(system, model, steps, k, model_dir):
+  args = ["--system", system, "--model", model, "--steps", str(steps), "--steps-per-loop",
+          str(k)]
+  if model_dir:
+    args += ["--model-dir", model_dir]
+  if system in ("tf_estimator", "estimator_lite") and k == 1:
+    args.append("--export")
+  return args
+
+
+def _collect(meta, started, results):
+  result, error = Runner.finish(*started[:3], timeout=_TRAIN_TIMEOUT)
+  metas = meta if isinstance(meta, list) else [meta]
+  if result is None:
+    result = [None] * len(metas)
+  for one_meta, one in zip(metas, result if isinstance(result, list) else [result]):
+    if one is not None and one.get("first_step_wall"):
+      one["launch_to_first_step_s"] = one["first_step_wall"] - started[3]
+    sps = one and one.get("steps_per_sec")
+    log(f"  {one_meta['label']:22s} {one_meta['model']:9s} run {one_meta['run'] + 1}: "
+        + (f"{sps:9.1f} steps/s" if sps else f"FAILED: {error}"))
+    results.append(dict(one_meta, result=one, error=error))
+
+
+def run_training(runner, settings, systems):
+  """Every (system, model) `runs` times, one fresh process each, one at a time."""
+  results = []
+  for run in range(settings["runs"]):
+    for model in settings["models"]:
+      for key, label, system, k, reference in systems:
+        model_dir = tempfile.mkdtemp(prefix=f"{key}_{model}_", dir=runner.work_dir)
+        started = runner.start("train.py", _train_args(system, model, settings["steps"][model],
+                                                       k, model_dir),
+                               reference, f"{key}_{model}")
+        _collect(dict(key=key, label=label, model=model, run=run), started, results)
+  return results
+
+
+def run_training_smoke(runner, settings, systems):
+  """--smoke: every system once on the linear model, in two concurrent processes.
+
+  Checks the harness end to end in seconds; the timings mean nothing.
+  """
+  model, steps = "linear", settings["steps"]["linear"]
+  groups = {}
+  for key, label, system, k, reference in systems:
+    groups.setdefault(reference, []).append(
+        (dict(key=key, label=label, model=model, run=0), system, k))
+  started = []
+  for reference, members in groups.items():
+    _, system, k = members[0]
+    args = _train_args(system, model, steps, k, None)
+    for _, other, other_k in members[1:]:
+      args += ["--also", f"{other}:{other_k}"]
+    metas = [meta for meta, _, _ in members]
+    started.append((metas if len(metas) > 1 else metas[0],
+                    runner.start("train.py", args, reference, f"smoke_{reference}")))
+  results = []
+  for meta, proc in started:
+    _collect(meta, proc, results)
+  return results
+
+
+def run_evaluator_latency(runner, system, reference, checkpoints):
+  """Trainer + evaluator task on one model_dir; returns latencies per checkpoint."""
+  save_every = 200
+  max_steps = save_every * checkpoints
+  model_dir = tempfile.mkdtemp(prefix=f"eval_{system}_", dir=runner.work_dir)
+  common = ["--system", system, "--model-dir", model_dir, "--max-steps", str(max_steps),
+            "--save-every", str(save_every)]
+  evaluator = runner.start("evaluator.py", common + ["--role", "evaluator"], reference,
+                           f"evaluator_{system}")
+  trainer = runner.start("evaluator.py", common + ["--role", "trainer"], reference,
+                         f"trainer_{system}")
+  try:
+    trained, error = Runner.finish(*trainer[:3], timeout=300)
+    evaluated, eval_error = Runner.finish(*evaluator[:3], timeout=120)
+  finally:
+    stop(trainer[0])
+    stop(evaluator[0])
+  error = error or eval_error
+  if error:
+    return dict(system=system, error=error, latencies=[])
+  saves = dict(trained["saves"])
+  latencies = [(step, wall - saves[step]) for step, wall in evaluated["eval_events"]
+               if step in saves and step > 0]
+  return dict(system=system, error=None, latencies=latencies,
+              evaluated_steps=[s for s, _ in evaluated["eval_events"]])
+
+
+def run_cluster(runner, system, reference, workers, measure_secs):
+  """ps + chief + `workers` workers, async; returns global steps/s on the chief."""
+  ports = {"ps": [free_port()], "chief": [free_port()],
+           "worker": [free_port() for _ in range(workers)]}
+  cluster = {job: [f"localhost:{p}" for p in job_ports] for job, job_ports in ports.items()}
+  model_dir = tempfile.mkdtemp(prefix=f"dist_{system}_{workers}w_", dir=runner.work_dir)
+  deadline_file = os.path.join(model_dir + "_deadline")
+
+  def start(task_type, index):
+    tf_config = json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}})
+    return runner.start("cluster_task.py", ["--system", system, "--tf-config", tf_config,
+                                            "--model-dir", model_dir,
+                                            "--deadline-file", deadline_file],
+                        reference, f"{task_type}{index}_{system}_{workers}w")
+
+  procs = []
+  try:
+    procs.append(start("ps", 0))
+    chief = start("chief", 0)
+    procs.append(chief)
+    # Workers start once the chief has initialised the variables (its first
+    # checkpoint): tf.estimator's worker would otherwise recheck only every
+    # 30 s, which says nothing about steps/s.
+    index = os.path.join(model_dir, "checkpoint")
+    wait_until = time.time() + 180
+    while not os.path.exists(index) and time.time() < wait_until and chief[0].poll() is None:
+      time.sleep(0.1)
+    if not os.path.exists(index):
+      stop(chief[0])
+      with open(chief[2]) as f:
+        return dict(system=system, workers=workers,
+                    error="chief wrote no checkpoint: " + _tail(f.read()))
+    worker_procs = [start("worker", i) for i in range(workers)]
+    procs.extend(worker_procs)
+    # Every trainer stops at this time; the measurement is the part of it in
+    # which all of them were stepping.
+    with open(deadline_file + ".tmp", "w") as f:
+      f.write(repr(time.time() + _DIST_STARTUP_SECS + measure_secs))
+    os.replace(deadline_file + ".tmp", deadline_file)
+    timeout = _DIST_STARTUP_SECS + measure_secs + 120
+    finished = [Runner.finish(*proc[:3], timeout=timeout) for proc in worker_procs + [chief]]
+  finally:
+    for proc in reversed(procs):
+      stop(proc[0])
+  errors = [e for _, e in finished if e]
+  if errors:
+    return dict(system=system, workers=workers, error=errors[0])
+  trainers = [r for r, _ in finished]
+  start_all = max(t["first_wall"] for t in trainers)
+  end_all = min(t["last_wall"] for t in trainers)
+  samples = [(t, s) for t, s in trainers[-1]["samples"] if start_all <= t <= end_all]
+  if end_all - start_all < 1.0 or len(samples) < 2:
+    return dict(system=system, workers=workers,
+                error=f"the trainers stepped together for only {end_all - start_all:.1f} s")
+  (t0, s0), (t1, s1) = samples[0], samples[-1]
+  return dict(system=system, workers=workers, error=None,
+              global_steps_per_sec=(s1 - s0) / (t1 - t0), window_s=t1 - t0,
+              local_steps=[t["local_steps"] for t in trainers])
+
+
+def run_profile(runner, steps):
+  """cProfile of estimator_lite on the linear model (profile_linear.py's report)."""
+  proc = subprocess.run(
+      [runner.python, os.path.join(HERE, "profile_linear.py"), "--steps", str(steps),
+       "--top", "22"], capture_output=True, text=True, env=child_env(False), cwd=REPO,
+      timeout=_TRAIN_TIMEOUT, check=False)
+  if proc.returncode != 0:
+    return f"profile failed (exit {proc.returncode}):\n{_tail(proc.stdout + proc.stderr)}"
+  return proc.stdout.strip()
+
+
+# -- machine -------------------------------------------------------------------
+def _cpu_model():
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or "unknown"
+
+
+def _ram_gib():
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemTotal:"):
+          return int(line.split()[1]) / 2**20
+  except OSError:
+    pass
+  return None
+
+
+def machine_info():
+  return dict(nproc=os.cpu_count(), cpu=_cpu_model(), ram_gib=_ram_gib(),
+              platform=platform.platform(), python=platform.python_version())
+
+
+def load_average():
+  try:
+    return os.getloadavg()
+  except OSError:
+    return None
+
+
+# -- main ----------------------------------------------------------------------
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  mode = parser.add_mutually_exclusive_group()
+  mode.add_argument("--quick", action="store_true", help="one short run of everything")
+  mode.add_argument("--smoke", action="store_true",
+                    help="seconds: linear model only, no cluster/evaluator/profile")
+  parser.add_argument("--runs", type=int, help="runs per (system, model); default 5 (full)")
+  parser.add_argument("--no-ref", action="store_true", help="skip tf.estimator 2.15")
+  parser.add_argument("--results-dir",
+                      help="where RESULTS.md, results.json and steps_per_sec.png go; "
+                      "default benchmarks/ for a full run, a temporary directory otherwise")
+  parser.add_argument("--keep-work-dir", action="store_true",
+                      help="keep the model_dirs and the workload logs")
+  args = parser.parse_args(argv)
+  mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
+  settings = dict(PROFILES[mode_name])
+  if args.runs:
+    settings["runs"] = args.runs
+  results_dir = args.results_dir or (HERE if mode_name == "full" else
+                                     tempfile.mkdtemp(prefix="estimator_lite_bench_"))
+  os.makedirs(results_dir, exist_ok=True)
+  command = " ".join(["python benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+  started = time.time()
+  load_before = load_average()
+
+  ref_python = None
+  if not args.no_ref:
+    try:
+      ref_python = reference_python(create=not args.smoke)
+    except Exception as e:  # pylint: disable=broad-except
+      log(f"tf.estimator 2.15 skipped: the reference venv is unusable: {e}")
+    if ref_python is None:
+      log("tf.estimator 2.15 skipped: no reference venv (python tests/reference/ref_env.py "
+          "creates it)")
+  systems = [s for s in SYSTEMS if ref_python or not s[4]]
+  work_dir = tempfile.mkdtemp(prefix="estimator_lite_bench_work_")
+  runner = Runner(sys.executable, ref_python, work_dir)
+  log(f"mode {mode_name}; results to {results_dir}; work dir {work_dir}; load {load_before}")
+  data = dict(mode=mode_name, command=command, machine=machine_info(),
+              date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+              load_before=load_before, systems=[s[:2] for s in systems],
+              settings={k: v for k, v in settings.items() if k != "models"},
+              models=list(settings["models"]))
+  try:
+    log("training runs (steps/s, time to first step, train(), checkpoint save, export)")
+    train_fn = run_training_smoke if args.smoke else run_training
+    data["train"] = train_fn(runner, settings, systems)
+    data["evaluator"] = []
+    if settings["eval_ckpts"]:
+      log("evaluator latency (checkpoint written -> eval events written)")
+      for key, _, system, _, reference in systems:
+        if key in ("tf_estimator", "estimator_lite"):
+          result = run_evaluator_latency(runner, system, reference, settings["eval_ckpts"])
+          log(f"  {system}: {result['error'] or [round(l, 3) for _, l in result['latencies']]}")
+          data["evaluator"].append(result)
+    data["distributed"] = []
+    for run in range(settings["dist_runs"]):
+      for workers in settings["dist_workers"]:
+        for key, _, system, _, reference in systems:
+          if key in ("tf_estimator", "estimator_lite"):
+            log(f"async ps training: {system}, chief + {workers} worker(s), run {run + 1}")
+            result = run_cluster(runner, system, reference, workers, settings["dist_secs"])
+            result["run"] = run
+            log(f"  {result['error'] or round(result['global_steps_per_sec'], 1)}")
+            data["distributed"].append(result)
+    if settings["profile_steps"]:
+      log("cProfile of estimator_lite, linear model")
+      data["profile"] = run_profile(runner, settings["profile_steps"])
+  finally:
+    if not args.keep_work_dir:
+      shutil.rmtree(work_dir, ignore_errors=True)
+  data["load_after"] = load_average()
+  data["wall_s"] = time.time() - started
+  paths = report.write_all(data, results_dir)
+  print(report.summary_text(data))
+  log(f"done in {data['wall_s']:.0f} s: " + ", ".join(paths))
+  failures = [r for r in data["train"] if r["error"]]
+  return 1 if failures else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

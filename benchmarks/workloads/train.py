@@ -1,0 +1,219 @@
+"""One training run of one system on one model, in this (fresh) process; prints JSON.
+
+    python benchmarks/workloads/train.py --system SYSTEM --model MODEL --steps N
+        [--steps-per-loop K] [--export] --out result.json
+
+SYSTEM:
+  tf_estimator    tf.estimator (run it with the reference venv's python, TF 2.15);
+  estimator_lite  estimator_lite (current venv; the repository on PYTHONPATH);
+  bare            a tf.compat.v1.Session.run(train_op) loop over the same graph;
+  in_graph        the same graph inside a tf.while_loop of K steps per Session.run.
+
+Both Estimators run with their default RunConfig (plus tf_random_seed and, for
+estimator_lite, steps_per_loop=K), the default hooks, summaries every 100 steps
+and the default checkpoint saves (at the start and the end of train()).
+
+Figures (seconds unless named otherwise):
+  first_step_s     train() called (bare: graph construction starts) -> first
+                   Session.run returned;
+  launch_to_first_step_wall   time.time() of that first step (run.py subtracts
+                   the process launch time);
+  steps_per_sec    steady state: from the end of the first tenth of the
+                   Session.run calls to the last one;
+  train_s          the whole train() call (bare: graph, session, loop, save);
+  save_s           the last checkpoint save (CheckpointSaverListener
+                   before_save -> after_save; bare: Saver.save);
+  export_s         export_saved_model, when --export and the API has it.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+_START_WALL = time.time()
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+import models  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+_v1 = tf.compat.v1
+SYSTEMS = ("tf_estimator", "estimator_lite", "bare", "in_graph")
+
+
+class _Timing(_v1.train.SessionRunHook):
+  """Records when each Session.run returns; fetches nothing."""
+
+  def __init__(self):
+    self.times = []
+    self.first_wall = None
+
+  def after_run(self, run_context, run_values):
+    self.times.append(time.perf_counter())
+    if self.first_wall is None:
+      self.first_wall = time.time()
+
+
+class _SaveTimer(_v1.train.CheckpointSaverListener):
+  """Records how long each checkpoint save took."""
+
+  def __init__(self):
+    self.durations = []
+    self._start = None
+
+  def before_save(self, session, global_step_value):
+    self._start = time.perf_counter()
+
+  def after_save(self, session, global_step_value):
+    self.durations.append(time.perf_counter() - self._start)
+
+
+def steady_steps_per_sec(times, steps_per_call):
+  """Steps/s from the end of the first tenth of the calls to the last call."""
+  if len(times) < 3:
+    return None
+  warm = max(1, len(times) // 10)
+  return steps_per_call * (len(times) - 1 - warm) / (times[-1] - times[warm])
+
+
+def load_api(system):
+  if system == "tf_estimator":
+    return tf.estimator
+  import estimator_lite  # pylint: disable=g-import-not-at-top
+  return estimator_lite
+
+
+def run_estimator(system, model, steps, steps_per_loop, model_dir, export):
+  api = load_api(system)
+  config_args = {"tf_random_seed": 1}
+  if steps_per_loop > 1:
+    config_args["steps_per_loop"] = steps_per_loop
+  estimator = api.Estimator(models.make_model_fn(model, api), model_dir=model_dir,
+                            config=api.RunConfig(**config_args))
+  timing, saves = _Timing(), _SaveTimer()
+  start = time.perf_counter()
+  estimator.train(models.make_input_fn(model), max_steps=steps, hooks=[timing],
+                  saving_listeners=[saves])
+  result = {
+      "train_s": time.perf_counter() - start,
+      "first_step_s": timing.times[0] - start,
+      "first_step_wall": timing.first_wall,
+      "steps_per_sec": steady_steps_per_sec(timing.times, steps_per_loop),
+      "session_runs": len(timing.times),
+      "save_s": saves.durations[-1] if saves.durations else None,
+      "final_step": int(estimator.get_variable_value("global_step")),
+  }
+  if export:
+    if hasattr(estimator, "export_saved_model"):
+      start = time.perf_counter()
+      estimator.export_saved_model(os.path.join(model_dir, "export"),
+                                   models.serving_input_receiver_fn(model, api))
+      result["export_s"] = time.perf_counter() - start
+    else:
+      result["export_s"] = None
+      result["export_missing"] = f"{api.__name__}.Estimator has no export_saved_model"
+  return result
+
+
+def _lift_variables(next_creator, **kwargs):
+  # The loop body is a function graph; variables belong in the outer graph.
+  with tf.init_scope():
+    return next_creator(**kwargs)
+
+
+def run_bare(model, steps, steps_per_loop, model_dir):
+  """A Session.run loop (steps_per_loop=1) or an in-graph loop of K steps per run."""
+  times = []
+  first_wall = None
+  start = time.perf_counter()
+  with tf.Graph().as_default():
+    _v1.set_random_seed(1)
+    _v1.train.get_or_create_global_step()
+    iterator = _v1.data.make_initializable_iterator(models.dataset(model))
+    if steps_per_loop == 1:
+      features, labels = iterator.get_next()
+      op = model.build(features, labels, True).train_op
+    else:
+      def body(i):
+        features, labels = iterator.get_next()
+        with tf.variable_creator_scope(_lift_variables):
+          train_op = model.build(features, labels, True).train_op
+        with tf.control_dependencies([train_op]):
+          return i + 1
+      op = _v1.while_loop(lambda i: i < steps_per_loop, body, [tf.constant(0)],
+                          parallel_iterations=1)
+    saver = _v1.train.Saver(sharded=True)
+    with _v1.Session() as session:
+      session.run(_v1.global_variables_initializer())
+      session.run(iterator.initializer)
+      for _ in range(steps // steps_per_loop):
+        session.run(op)
+        times.append(time.perf_counter())
+        if first_wall is None:
+          first_wall = time.time()
+      save_start = time.perf_counter()
+      saver.save(session, os.path.join(model_dir, "model.ckpt"), global_step=steps)
+      save_s = time.perf_counter() - save_start
+  return {
+      "train_s": time.perf_counter() - start,
+      "first_step_s": times[0] - start,
+      "first_step_wall": first_wall,
+      "steps_per_sec": steady_steps_per_sec(times, steps_per_loop),
+      "session_runs": len(times),
+      "save_s": save_s,
+      "final_step": steps,
+  }
+
+
+def run(system, model_name, steps, steps_per_loop=1, model_dir=None, export=False):
+  """Runs one system on one model; returns the figures as a dict."""
+  model = models.MODELS[model_name]
+  model_dir = model_dir or tempfile.mkdtemp(prefix=f"bench_{system}_{model_name}_")
+  if system in ("tf_estimator", "estimator_lite"):
+    result = run_estimator(system, model, steps, steps_per_loop, model_dir, export)
+  elif system == "bare":
+    result = run_bare(model, steps, 1, model_dir)
+  elif system == "in_graph":
+    result = run_bare(model, steps, steps_per_loop, model_dir)
+  else:
+    raise ValueError(f"unknown system {system!r}; one of {SYSTEMS}")
+  result.update(system=system, model=model_name, steps=steps, steps_per_loop=steps_per_loop,
+                tf_version=tf.__version__, process_start_wall=_START_WALL)
+  return result
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--system", required=True, choices=SYSTEMS)
+  parser.add_argument("--model", required=True, choices=sorted(models.MODELS))
+  parser.add_argument("--steps", type=int, required=True)
+  parser.add_argument("--steps-per-loop", type=int, default=1)
+  parser.add_argument("--export", action="store_true")
+  parser.add_argument("--model-dir")
+  parser.add_argument("--also", action="append", default=[], metavar="SYSTEM:K",
+                      help="more systems to run afterwards in this same process (only for "
+                      "run.py --smoke, which checks that the harness works, not timings); the "
+                      "output is then a list")
+  parser.add_argument("--out", required=True)
+  args = parser.parse_args()
+  configs = [(args.system, args.steps_per_loop)]
+  for extra in args.also:
+    system, _, k = extra.partition(":")
+    if system not in SYSTEMS:
+      parser.error(f"--also {extra!r}: unknown system; one of {SYSTEMS}")
+    configs.append((system, int(k or 1)))
+  for system, k in configs:
+    if args.steps % k:
+      parser.error(f"--steps {args.steps} must be a multiple of the steps per loop ({k}) "
+                   f"of {system}")
+  results = [run(system, args.model, args.steps, k, args.model_dir if not args.also else None,
+                 args.export) for system, k in configs]
+  with open(args.out, "w") as f:
+    json.dump(results if args.also else results[0], f)
+
+
+if __name__ == "__main__":
+  main()

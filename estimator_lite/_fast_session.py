@@ -1,0 +1,169 @@
+"""A faster per-step path under MonitoredSession, for Estimator.train.
+
+benchmarks/RESULTS.md ("Profile") shows where a training step's time went under
+`tf.compat.v1.train.MonitoredTrainingSession` on a small model: besides the
+hooks themselves, (1) `_HookedSession` passes a fresh `RunOptions` and
+`RunMetadata` to every `Session.run`, which makes TensorFlow serialise the
+options and collect and parse run metadata on every step (about 80 µs on the
+linear model, 2 cores), and (2) `Session.run` rebuilds its fetch handler from
+the nested fetch structure on every call (about 100 µs), although the hooks
+ask for the same tensors step after step.
+
+`FastSession` wraps the `tf.compat.v1.Session` that the session creator made,
+and is what MonitoredSession and every hook see (as `session` in
+`after_create_session` and `run_context.session`). Its `run`:
+* drops the options and metadata when the options are empty and the metadata
+  is untouched: nothing would be traced, and TensorFlow returns an empty
+  RunMetadata in that case, which is what hooks then see;
+* runs the step through a callable from `Session.make_callable`, cached per
+  fetch structure, when nothing is fed and the graph is finalized (as
+  MonitoredSession makes it). Results have the same structure and values as
+  `Session.run`'s; TensorFlow errors are decorated by the session exactly as
+  `Session.run` does. Anything else (feeds, options asked for by a hook such
+  as ProfilerHook, a graph still growing) goes to `Session.run` unchanged.
+
+`monitored_training_session` is `MonitoredTrainingSession` (same default
+hooks, in the same order, same session creators) with the session wrapped.
+"""
+import collections.abc
+
+import tensorflow as tf
+# SessionInterface is the type Saver.save and start_queue_runners require.
+from tensorflow.python.client import session as _tf_session  # pylint: disable=g-direct-tensorflow-import
+
+_train = tf.compat.v1.train
+# Distinct fetch structures cached per session; a hook fetching a new
+# structure on every step would otherwise grow the cache without bound.
+_MAX_CALLABLES = 64
+
+
+def _fetch_key(fetches):
+  """A hashable key naming the fetch structure and the objects fetched.
+
+  Leaves are keyed by identity (tensors are not hashable under TF2 behaviour)
+  except strings (tensor names), keyed by value; the cache keeps each keyed
+  structure alive, so an identity cannot be reused by another object.
+  """
+  kind = type(fetches)
+  if kind is str:
+    return fetches
+  if kind is list or kind is tuple or isinstance(fetches, tuple):
+    return (kind,) + tuple(_fetch_key(f) for f in fetches)
+  if isinstance(fetches, collections.abc.Mapping):
+    return (kind,) + tuple((k if type(k) is str else id(k), _fetch_key(v))  # pylint: disable=unidiomatic-typecheck
+                           for k, v in fetches.items())
+  return id(fetches)
+
+
+class FastSession(_tf_session.SessionInterface):
+  """A `tf.compat.v1.Session` whose `run` avoids per-step rebuilding work.
+
+  Everything other than `run` and `close` is the wrapped session's.
+
+  Args:
+    session: the `tf.compat.v1.Session` to wrap.
+  """
+
+  def __init__(self, session):
+    self._session = session
+    self._callables = {}
+
+  @property
+  def graph(self):
+    return self._session.graph
+
+  @property
+  def sess_str(self):
+    return self._session.sess_str
+
+  @property
+  def wrapped_session(self):
+    """The `tf.compat.v1.Session` underneath."""
+    return self._session
+
+  def partial_run_setup(self, fetches, feeds=None):
+    return self._session.partial_run_setup(fetches, feeds)
+
+  def partial_run(self, handle, fetches, feed_dict=None):
+    return self._session.partial_run(handle, fetches, feed_dict)
+
+  def __getattr__(self, name):
+    return getattr(self._session, name)
+
+  def close(self):
+    self._callables.clear()
+    self._session.close()
+
+  def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    """As `tf.compat.v1.Session.run`."""
+    if (options is not None and run_metadata is not None and options.ByteSize() == 0 and
+        run_metadata.ByteSize() == 0):
+      options = run_metadata = None
+    session = self._session
+    if (options is not None or run_metadata is not None or feed_dict or
+        not session.graph.finalized or getattr(session, "_closed", True)):
+      return session.run(fetches, feed_dict=feed_dict, options=options,
+                         run_metadata=run_metadata)
+    key = _fetch_key(fetches)
+    entry = self._callables.get(key)
+    if entry is None:
+      if len(self._callables) >= _MAX_CALLABLES:
+        return session.run(fetches)
+      # Kept with the callable so the identities in `key` stay unique.
+      entry = (session.make_callable(fetches), fetches)
+      self._callables[key] = entry
+    do_call = getattr(session, "_do_call", None)
+    return do_call(entry[0]) if do_call else entry[0]()
+
+
+class FastSessionCreator(_train.SessionCreator):
+  """Wraps the sessions another SessionCreator makes in FastSession."""
+
+  def __init__(self, creator):
+    self._creator = creator
+
+  def create_session(self):
+    return FastSession(self._creator.create_session())
+
+
+def monitored_training_session(master="", is_chief=True, checkpoint_dir=None, scaffold=None,
+                               hooks=None, chief_only_hooks=None, save_checkpoint_secs=None,
+                               save_checkpoint_steps=None, save_summaries_steps=None,
+                               config=None, stop_grace_period_secs=120,
+                               log_step_count_steps=100, max_wait_secs=7200,
+                               save_graph_def=True):
+  """`tf.compat.v1.train.MonitoredTrainingSession` over a FastSession.
+
+  The same session creators and default hooks in the same order (chief-only
+  hooks, StepCounterHook, SummarySaverHook, CheckpointSaverHook, then
+  `hooks`); the arguments mean what they mean there, except that None (not
+  the USE_DEFAULT marker) turns summaries and checkpoints off.
+
+  Returns:
+    A `tf.compat.v1.train.MonitoredSession`.
+  """
+  scaffold = scaffold or _train.Scaffold()
+  if not is_chief:
+    creator = _train.WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
+                                          max_wait_secs=max_wait_secs)
+    return _train.MonitoredSession(session_creator=FastSessionCreator(creator),
+                                   hooks=list(hooks or []),
+                                   stop_grace_period_secs=stop_grace_period_secs)
+  all_hooks = list(chief_only_hooks or [])
+  creator = _train.ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
+                                       master=master, config=config)
+  if checkpoint_dir:
+    if log_step_count_steps and log_step_count_steps > 0:
+      all_hooks.append(_train.StepCounterHook(output_dir=checkpoint_dir,
+                                              every_n_steps=log_step_count_steps))
+    if save_summaries_steps and save_summaries_steps > 0:
+      all_hooks.append(_train.SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
+                                               output_dir=checkpoint_dir))
+    if (save_checkpoint_secs and save_checkpoint_secs > 0) or (
+        save_checkpoint_steps and save_checkpoint_steps > 0):
+      all_hooks.append(_train.CheckpointSaverHook(
+          checkpoint_dir, save_secs=save_checkpoint_secs, save_steps=save_checkpoint_steps,
+          scaffold=scaffold, save_graph_def=save_graph_def))
+  all_hooks.extend(hooks or [])
+  return _train.MonitoredSession(session_creator=FastSessionCreator(creator),
+                                 hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)

@@ -1,0 +1,8 @@
+"""estimator_lite.experimental: early stopping and in-memory evaluation (tf.estimator.experimental)."""
+from estimator_lite.experimental.early_stopping import make_early_stopping_hook
+from estimator_lite.experimental.early_stopping import stop_if_higher_hook
+from estimator_lite.experimental.early_stopping import stop_if_lower_hook
+from estimator_lite.experimental.early_stopping import stop_if_no_decrease_hook
+from estimator_lite.experimental.early_stopping import stop_if_no_increase_hook
+from estimator_lite.experimental.in_memory_evaluator_hook import InMemoryEvaluatorHook
+from estimator_lite.experimental.stop_at_checkpoint_step import make_stop_at_checkpoint_step_hook

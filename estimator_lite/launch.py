@@ -1,0 +1,318 @@
+"""Runs one training program as a whole cluster on this machine, or prints TF_CONFIGs for one.
+
+    python -m estimator_lite.launch --ps 1 --workers 2 --evaluator -- python train.py ARGS
+
+starts the chief, `--workers` more workers (the chief is not counted), `--ps`
+parameter servers and, with `--evaluator`, an evaluator: each runs the same
+command with its own TF_CONFIG, on free localhost ports chosen by the OS.
+Every line a task prints is prefixed with its role (`[worker:0] ...`). When
+the chief exits, the workers and the evaluator get `--grace-secs` to finish
+(the evaluator its final evaluation), then the rest are stopped by PID; the
+launcher exits with the chief's status.
+
+    python -m estimator_lite.launch --ps 1 --workers 2 --evaluator \\
+        --print-tf-config host0 host1 host2:2222 host3
+
+prints the TF_CONFIG of each machine of a real cluster instead: one HOST[:PORT]
+per training task, in the order chief, workers, ps (port 2222 by default); the
+evaluator needs no address.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+_DEFAULT_PORT = 2222
+_TERM_GRACE_SECS = 5
+_POLL_SECS = 0.1
+
+
+class LaunchError(ValueError):
+  """The launcher's arguments cannot describe a cluster."""
+
+
+def cluster_tasks(num_ps, num_workers, evaluator):
+  """The (job, index) of every task: chief, workers, ps, then the evaluator."""
+  tasks = [("chief", 0)] + [("worker", i) for i in range(num_workers)]
+  tasks += [("ps", i) for i in range(num_ps)]
+  if evaluator:
+    tasks.append(("evaluator", 0))
+  return tasks
+
+
+def cluster_dict(tasks, addresses):
+  """{"chief": [...], "worker": [...], "ps": [...]}: the training tasks' addresses."""
+  cluster = {}
+  for (job, _), address in zip([t for t in tasks if t[0] != "evaluator"], addresses):
+    cluster.setdefault(job, []).append(address)
+  return cluster
+
+
+def tf_config(cluster, job, index):
+  """The TF_CONFIG string of task `job:index` in `cluster`."""
+  return json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})
+
+
+def free_ports(count, host="localhost"):
+  """`count` distinct ports the OS reports free on `host`.
+
+  Each is found by binding port 0 and reading the port back; all sockets stay
+  open until every port is chosen, so the ports differ. (Another process may
+  still take one before the task binds it; that is rare and fails loudly.)
+  """
+  sockets = []
+  try:
+    for _ in range(count):
+      sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      sock.bind((host, 0))
+      sockets.append(sock)
+    return [sock.getsockname()[1] for sock in sockets]
+  finally:
+    for sock in sockets:
+      sock.close()
+
+
+def _check_counts(num_ps, num_workers):
+  if num_ps < 0 or num_workers < 0:
+    raise LaunchError(f"--ps ({num_ps}) and --workers ({num_workers}) must be >= 0.")
+  if num_workers > 0 and num_ps == 0:
+    raise LaunchError(
+        f"--workers {num_workers} needs --ps 1 or more: workers share the variables "
+        "that live on the parameter servers (between-graph replication).")
+
+
+def print_tf_configs(num_ps, num_workers, evaluator, hosts, out=None):
+  """Prints, for each machine, the TF_CONFIG it must be started with.
+
+  Raises:
+    LaunchError: the number of hosts is not 1 + workers + ps.
+  """
+  out = out or sys.stdout
+  tasks = cluster_tasks(num_ps, num_workers, evaluator)
+  training = [t for t in tasks if t[0] != "evaluator"]
+  if len(hosts) != len(training):
+    raise LaunchError(
+        f"--print-tf-config got {len(hosts)} host(s) {hosts}, but the cluster has "
+        f"{len(training)} training task(s) (1 chief + {num_workers} worker(s) + {num_ps} "
+        "ps); give one HOST[:PORT] per task, in the order chief, workers, ps.")
+  addresses = [h if ":" in h else f"{h}:{_DEFAULT_PORT}" for h in hosts]
+  cluster = cluster_dict(tasks, addresses)
+  for (job, index) in tasks:
+    where = (f" on {addresses[training.index((job, index))]}" if job != "evaluator"
+             else " on any machine that can read model_dir")
+    out.write(f"# {job}:{index}{where}\n")
+    out.write(f"export TF_CONFIG='{tf_config(cluster, job, index)}'\n")
+
+
+class _Task:
+  """One child process and the thread that copies its output, prefixed."""
+
+  def __init__(self, job, index, command, env, out, lock):
+    self.name = f"{job}:{index}"
+    self.job = job
+    self.returncode = None
+    self.stopped = False
+    # Its own session: stopping the task (by its PID's group) also stops what
+    # a wrapper script started, and Ctrl-C reaches it only through us.
+    self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    self._thread = threading.Thread(target=self._pump, args=(out, lock), daemon=True)
+    self._thread.start()
+
+  def _pump(self, out, lock):
+    prefix = f"[{self.name}] ".encode()
+    for line in iter(self.process.stdout.readline, b""):
+      if not line.endswith(b"\n"):
+        line += b"\n"
+      with lock:
+        out.write(prefix + line)
+        out.flush()
+    self.process.stdout.close()
+
+  def poll(self):
+    if self.returncode is None:
+      self.returncode = self.process.poll()
+    return self.returncode
+
+  def signal(self, signum):
+    if self.poll() is None:
+      try:
+        os.killpg(self.process.pid, signum)
+      except ProcessLookupError:
+        pass
+
+  def join_output(self, timeout=5):
+    self._thread.join(timeout)
+
+
+class _Cluster:
+  """The running tasks of a local cluster."""
+
+  def __init__(self, out):
+    self._out = out
+    self._lock = threading.Lock()
+    self.tasks = []
+
+  def say(self, message):
+    with self._lock:
+      self._out.write(f"[launch] {message}\n".encode())
+      self._out.flush()
+
+  def start(self, job, index, command, env):
+    task = _Task(job, index, command, env, self._out, self._lock)
+    self.tasks.append(task)
+    self.say(f"started {task.name} (pid {task.process.pid})")
+    return task
+
+  def of_job(self, *jobs):
+    return [t for t in self.tasks if t.job in jobs]
+
+  def wait(self, tasks, deadline):
+    while any(t.poll() is None for t in tasks) and time.monotonic() < deadline:
+      time.sleep(_POLL_SECS)
+
+  def stop(self, tasks):
+    """SIGTERM, then SIGKILL after a few seconds, every task of `tasks` still running."""
+    running = [t for t in tasks if t.poll() is None]
+    for task in running:
+      task.stopped = True
+      task.signal(signal.SIGTERM)
+    self.wait(running, time.monotonic() + _TERM_GRACE_SECS)
+    for task in running:
+      if task.poll() is None:
+        task.signal(signal.SIGKILL)
+        task.process.wait()
+        task.poll()
+
+  def summary(self):
+    parts = []
+    for task in self.tasks:
+      state = f"exited with {task.returncode}"
+      if task.stopped:
+        state = f"stopped ({state})"
+      parts.append(f"{task.name} {state}")
+    return "; ".join(parts)
+
+
+def _raise_interrupt(signum, frame):
+  del frame
+  raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
+                host="localhost", out=None):
+  """Runs `command` as every task of a local cluster; see the module docstring.
+
+  Args:
+    command: the program and its arguments (a list).
+    num_ps, num_workers: parameter servers, and workers besides the chief.
+    evaluator: also start an evaluator task.
+    grace_secs: after the chief exits, how long workers and the evaluator may
+      take to finish before they are stopped.
+    host: the address the tasks listen on.
+    out: a binary stream for the prefixed output (stdout by default).
+
+  Returns:
+    The chief's exit status (128 + N if it died of signal N, 130 if
+    interrupted).
+
+  Raises:
+    LaunchError: bad counts or an empty command.
+  """
+  if not command:
+    raise LaunchError("no command: put the program after `--`, e.g. "
+                      "`python -m estimator_lite.launch --ps 1 -- python train.py`.")
+  _check_counts(num_ps, num_workers)
+  out = out or sys.stdout.buffer
+  tasks = cluster_tasks(num_ps, num_workers, evaluator)
+  training = [t for t in tasks if t[0] != "evaluator"]
+  ports = free_ports(len(training), host)
+  cluster = cluster_dict(tasks, [f"{host}:{port}" for port in ports])
+  launched = _Cluster(out)
+  launched.say(f"cluster {json.dumps(cluster)}; command {command}")
+  previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+  try:
+    for job, index in tasks:
+      env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1")
+      launched.start(job, index, command, env)
+    chief = launched.of_job("chief")[0]
+    ps = launched.of_job("ps")
+    while chief.poll() is None:
+      dead_ps = [t for t in ps if t.poll() is not None]
+      if dead_ps:
+        launched.say(f"{dead_ps[0].name} exited with {dead_ps[0].returncode} while the "
+                     "chief was training; stopping the cluster.")
+        launched.stop([chief])
+        break
+      time.sleep(_POLL_SECS)
+    status = chief.poll()
+    followers = launched.of_job("worker", "evaluator")
+    if status == 0 and followers:
+      launched.say(f"chief finished; waiting up to {grace_secs:g} s for "
+                   + ", ".join(t.name for t in followers))
+      launched.wait(followers, time.monotonic() + grace_secs)
+    launched.stop(followers + ps)
+  except KeyboardInterrupt:
+    launched.say("interrupted; stopping the cluster.")
+    status = 130
+  finally:
+    signal.signal(signal.SIGTERM, previous_term)
+    launched.stop(launched.tasks)
+    for task in launched.tasks:
+      task.join_output()
+  launched.say(launched.summary())
+  return status if status >= 0 else 128 - status
+
+
+def _parser():
+  parser = argparse.ArgumentParser(
+      prog="python -m estimator_lite.launch",
+      description="Run a training program as a local cluster (chief, workers, ps, "
+      "evaluator), or print the TF_CONFIG of each machine of a real one.",
+      usage="%(prog)s [--ps N] [--workers M] [--evaluator] [--grace-secs S] -- COMMAND ...\n"
+      "       %(prog)s [--ps N] [--workers M] [--evaluator] --print-tf-config HOST[:PORT] ...")
+  parser.add_argument("--ps", type=int, default=1, help="parameter servers (default 1)")
+  parser.add_argument("--workers", type=int, default=1,
+                      help="workers besides the chief (default 1); the chief is always started")
+  parser.add_argument("--evaluator", action="store_true", help="also start an evaluator")
+  parser.add_argument("--grace-secs", type=float, default=60.0,
+                      help="after the chief exits, how long workers and the evaluator may "
+                      "take to finish before being stopped (default 60)")
+  parser.add_argument("--host", default="localhost", help="address the tasks listen on")
+  parser.add_argument("--print-tf-config", nargs="+", metavar="HOST[:PORT]",
+                      help="print each machine's TF_CONFIG for these hosts (chief, workers, "
+                      "ps, in that order) and exit")
+  return parser
+
+
+def main(argv=None):
+  """Entry point of `python -m estimator_lite.launch`; returns the exit status."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  command = []
+  if "--" in argv:
+    split = argv.index("--")
+    argv, command = argv[:split], argv[split + 1:]
+  parser = _parser()
+  args = parser.parse_args(argv)
+  try:
+    if args.print_tf_config:
+      if command:
+        raise LaunchError("--print-tf-config takes no command after `--`.")
+      _check_counts(args.ps, args.workers)
+      print_tf_configs(args.ps, args.workers, args.evaluator, args.print_tf_config)
+      return 0
+    return run_cluster(command, args.ps, args.workers, args.evaluator,
+                       grace_secs=args.grace_secs, host=args.host)
+  except LaunchError as e:
+    parser.error(str(e))
+  return 2
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,140 @@
+"""Trains a small linear regression with train_and_evaluate, locally or on a cluster.
+
+The same program runs on every machine; TF_CONFIG says which role each
+process takes (README, "Run on a cluster"). Each worker reads its own shard of
+the training data: the input_fn takes `input_context` and calls
+`dataset.shard(num_input_pipelines, input_pipeline_id)` before shuffling.
+
+    # alone
+    python examples/cluster_train.py --model_dir /tmp/linear
+    # a local cluster: chief + 2 workers + 1 ps + an evaluator
+    python -m estimator_lite.launch --ps 1 --workers 2 --evaluator -- \\
+        python examples/cluster_train.py --model_dir /tmp/linear
+    # the same, training synchronously (SyncReplicasOptimizer)
+    python -m estimator_lite.launch --ps 1 --workers 1 -- \\
+        python examples/cluster_train.py --model_dir /tmp/linear_sync --sync
+
+Each training task logs where its variables live and, at the end, how many
+steps it ran itself against the final global step.
+"""
+import argparse
+import json
+
+import tensorflow as tf
+
+import estimator_lite as est
+
+NUM_FEATURES = 4
+TRUE_WEIGHTS = [[1.0], [-2.0], [0.5], [3.0]]
+TRUE_BIAS = 0.25
+
+
+def make_example(index):
+  """Row `index` of the data set, computed from the index (no data embedded in the graph)."""
+  x = tf.random.stateless_uniform([NUM_FEATURES], seed=tf.stack([index, 7]),
+                                  minval=-1.0, maxval=1.0)
+  y = tf.matmul(x[tf.newaxis], tf.constant(TRUE_WEIGHTS))[0] + TRUE_BIAS
+  return {"x": x}, y
+
+
+def train_input_fn(input_context, num_rows, batch_size):
+  rows = tf.data.Dataset.range(num_rows)
+  # Shard the row ids *before* shuffling, so each worker reads a disjoint part.
+  rows = rows.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  rows = rows.shuffle(1024, seed=input_context.input_pipeline_id).repeat()
+  return rows.map(make_example).batch(batch_size)
+
+
+def eval_input_fn(num_rows, batch_size):
+  # Held-out rows: ids past the training ones.
+  rows = tf.data.Dataset.range(num_rows, num_rows + 256)
+  return rows.map(make_example).batch(batch_size)
+
+
+class _ReportHook(est.SessionRunHook):
+  """Logs where the variables live and, at the end, this task's own step count."""
+
+  def __init__(self, task):
+    self._task = task
+    self._local_steps = 0
+
+  def begin(self):
+    devices = {v.op.name: v.device for v in tf.compat.v1.global_variables()}
+    tf.compat.v1.logging.info("cluster_train %s: variable devices %s", self._task,
+                              json.dumps(devices, sort_keys=True))
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def after_run(self, run_context, run_values):
+    self._local_steps += 1
+
+  def end(self, session):
+    tf.compat.v1.logging.info(
+        "cluster_train %s: ran %d local steps; global step is %d", self._task,
+        self._local_steps, session.run(self._global_step))
+
+
+def model_fn(features, labels, mode, params, config):
+  weights = tf.compat.v1.get_variable("weights", [NUM_FEATURES, 1],
+                                      initializer=tf.compat.v1.zeros_initializer())
+  bias = tf.compat.v1.get_variable("bias", [1], initializer=tf.compat.v1.zeros_initializer())
+  predictions = tf.matmul(features["x"], weights) + bias
+  if mode == est.ModeKeys.PREDICT:
+    return est.EstimatorSpec(mode, predictions={"y": predictions})
+  loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+  if mode == est.ModeKeys.EVAL:
+    return est.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+        "rmse": tf.compat.v1.metrics.root_mean_squared_error(labels, predictions)})
+  optimizer = tf.compat.v1.train.GradientDescentOptimizer(params["learning_rate"])
+  hooks = []
+  if params["sync"]:
+    # Synchronous training: one update per `replicas` gradients, one from each
+    # training task (chief included); global_step advances once per update.
+    replicas = max(1, config.num_worker_replicas)
+    optimizer = tf.compat.v1.train.SyncReplicasOptimizer(
+        optimizer, replicas_to_aggregate=replicas, total_num_replicas=replicas)
+    hooks.append(optimizer.make_session_run_hook(config.is_chief))
+  train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+  return est.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--max_steps", type=int, default=1000)
+  parser.add_argument("--batch_size", type=int, default=32)
+  parser.add_argument("--num_rows", type=int, default=4096)
+  parser.add_argument("--learning_rate", type=float, default=0.1)
+  parser.add_argument("--sync", action="store_true", help="use SyncReplicasOptimizer")
+  parser.add_argument("--save_checkpoints_steps", type=int, default=100)
+  parser.add_argument("--keep_checkpoint_max", type=int, default=5)
+  parser.add_argument("--eval_steps", type=int, default=4)
+  parser.add_argument("--start_delay_secs", type=float, default=0)
+  parser.add_argument("--throttle_secs", type=float, default=0)
+  parser.add_argument("--max_worker_delay_secs", type=float, default=None,
+                      help="cap on the workers' staggered start (default: 5 s per worker, "
+                      "at most 60)")
+  args = parser.parse_args(argv)
+
+  tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+  config = est.RunConfig(
+      model_dir=args.model_dir,
+      save_checkpoints_steps=args.save_checkpoints_steps,
+      keep_checkpoint_max=args.keep_checkpoint_max,
+      experimental_max_worker_delay_secs=args.max_worker_delay_secs)
+  estimator = est.Estimator(model_fn, config=config, params={
+      "learning_rate": args.learning_rate, "sync": args.sync})
+  task = f"{config.task_type}:{config.task_id}"
+  train_spec = est.TrainSpec(
+      lambda input_context: train_input_fn(input_context, args.num_rows, args.batch_size),
+      max_steps=args.max_steps, hooks=[_ReportHook(task)])
+  eval_spec = est.EvalSpec(
+      lambda: eval_input_fn(args.num_rows, args.batch_size), steps=args.eval_steps,
+      start_delay_secs=args.start_delay_secs, throttle_secs=args.throttle_secs)
+  result = est.train_and_evaluate(estimator, train_spec, eval_spec)
+  if result is not None:
+    metrics, _ = result
+    print(f"cluster_train {task}: final evaluation {metrics}")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,57 @@
+"""The benchmark harness still runs: `python benchmarks/run.py --smoke` (about 20 s).
+
+Runs the harness end to end on the linear model: estimator_lite (default and
+steps_per_loop=100), the bare Session.run loop and the in-graph loop, always;
+tf.estimator 2.15 only if the reference venv
+(~/.cache/estimator_lite/ref-venv-2.15, or $ESTIMATOR_LITE_REF_VENV) already
+exists: --smoke never creates it. It checks that the report is written with a
+figure for every system; it asserts nothing about speed (the full benchmark,
+`python benchmarks/run.py`, is not part of the test suite).
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _reference_venv_exists():
+  spec = importlib.util.spec_from_file_location(
+      "ref_env", os.path.join(REPO_ROOT, "tests", "reference", "ref_env.py"))
+  ref_env = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(ref_env)
+  return os.path.exists(ref_env.venv_python())
+
+
+def test_smoke_run_writes_a_report_for_every_system(tmp_path):
+  env = dict(os.environ)
+  env.pop("TF_CONFIG", None)
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "run.py"), "--smoke",
+       "--results-dir", str(tmp_path)],
+      capture_output=True, text=True, timeout=180, cwd=REPO_ROOT, env=env, check=False)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+  with open(tmp_path / "results.json") as f:
+    data = json.load(f)
+  measured = {row["key"]: row for row in data["train"]}
+  expected = {"estimator_lite", "estimator_lite_k100", "bare", "in_graph"}
+  if _reference_venv_exists():
+    expected.add("tf_estimator")
+  assert set(measured) == expected
+  for key, row in measured.items():
+    assert row["error"] is None, (key, row["error"])
+    result = row["result"]
+    assert result["steps_per_sec"] > 0, key
+    assert result["final_step"] == 300, key   # max_steps is exact, with loops too
+    assert result["first_step_s"] > 0 and result["train_s"] >= result["first_step_s"], key
+  # The in-graph loops ran 100 steps per Session.run.
+  assert measured["estimator_lite_k100"]["result"]["session_runs"] == 3
+  assert measured["in_graph"]["result"]["session_runs"] == 3
+  assert measured["estimator_lite"]["result"]["export_s"] > 0
+
+  report = (tmp_path / "RESULTS.md").read_text()
+  assert "| estimator_lite | " in report and "| bare Session.run | " in report
+  assert "### Targets" in report

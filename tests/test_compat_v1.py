@@ -1,0 +1,89 @@
+"""estimator_lite.compat.v1 offers what tf.compat.v1.estimator offered (tf.estimator 2.15)."""
+import json
+
+import pytest
+
+import estimator_lite as est
+
+# dir(tf.compat.v1.estimator) in tensorflow-estimator 2.15, split into what
+# estimator_lite provides and the canned estimators / heads / TPU it does not.
+_V1_PROVIDED = [
+    "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "Estimator",
+    "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter", "FinalOpsHook",
+    "GlobalStepWaiterHook", "LatestExporter", "LoggingTensorHook", "ModeKeys",
+    "NanLossDuringTrainingError", "NanTensorHook", "ProfilerHook", "RunConfig",
+    "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
+    "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SummarySaverHook",
+    "TrainSpec", "VocabInfo", "WarmStartSettings", "experimental", "export", "inputs",
+    "train_and_evaluate",
+]
+_V1_CANNED = [
+    "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead",
+    "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor", "DNNRegressor", "Head",
+    "LinearClassifier", "LinearEstimator", "LinearRegressor", "LogisticRegressionHead",
+    "MultiClassHead", "MultiHead", "MultiLabelHead", "PoissonRegressionHead",
+    "RegressionHead", "add_metrics", "classifier_parse_example_spec",
+    "regressor_parse_example_spec", "tpu",
+]
+# tf.compat.v1.estimator.{inputs, export, experimental} in 2.15, less canned parts.
+_V1_INPUTS = ["numpy_input_fn", "pandas_input_fn"]
+_V1_EXPORT = [
+    "ClassificationOutput", "ExportOutput", "PredictOutput", "RegressionOutput",
+    "ServingInputReceiver", "TensorServingInputReceiver",
+    "build_parsing_serving_input_receiver_fn", "build_raw_serving_input_receiver_fn",
+]
+_V1_EXPERIMENTAL = [
+    "InMemoryEvaluatorHook", "make_early_stopping_hook", "make_stop_at_checkpoint_step_hook",
+    "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
+    "stop_if_no_increase_hook",
+]
+
+
+def test_v1_module_has_tf_compat_v1_estimator_names_as_the_same_objects():
+  v1 = est.compat.v1
+  for name in _V1_PROVIDED:
+    assert getattr(v1, name) is getattr(est, name), name
+  assert set(_V1_PROVIDED) <= set(dir(v1))
+  # `tf.compat.v1.estimator.X` -> `estimator_lite.compat.v1.estimator.X`.
+  assert v1.estimator is v1
+  # The v1 Estimator keeps the v1 method name for exports.
+  assert callable(v1.Estimator.export_savedmodel)
+  for module, names in ((v1.inputs, _V1_INPUTS), (v1.export, _V1_EXPORT),
+                        (v1.experimental, _V1_EXPERIMENTAL)):
+    for name in names:
+      assert callable(getattr(module, name)), (module.__name__, name)
+  for name in _V1_CANNED:
+    if hasattr(est, name):  # provided at top level since: then forwarded
+      assert getattr(v1, name) is getattr(est, name)
+      continue
+    with pytest.raises(AttributeError, match=f"no '{name}'.*not part of estimator_lite"):
+      getattr(v1, name)
+  with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+    v1.NoSuchThing  # pylint: disable=pointless-statement
+
+
+def test_top_level_offers_tf_estimator_names():
+  # tf.estimator's (v2) names, less the canned ones; plus `inputs`, which
+  # tf.estimator 2.x had only under tf.compat.v1.estimator.
+  for name in _V1_PROVIDED:
+    assert hasattr(est, name), name
+  for name in _V1_EXPERIMENTAL:
+    assert hasattr(est.experimental, name), name
+
+
+def test_v1_imports_first_in_a_fresh_program(run_python):
+  completed = run_python(
+      "import json\n"
+      "from estimator_lite.compat.v1 import Estimator, inputs, experimental\n"
+      "import estimator_lite.compat.v1 as est\n"
+      "import tensorflow as tf\n"
+      "print(json.dumps({'same': est.Estimator is Estimator,\n"
+      "                  'layers': hasattr(tf.compat.v1.layers, 'conv2d'),\n"
+      "                  'np': inputs.numpy_input_fn.__module__,\n"
+      "                  'hook': experimental.stop_if_no_decrease_hook.__name__}))\n",
+      timeout=120)
+  assert completed.returncode == 0, completed.stderr[-4000:]
+  result = json.loads(completed.stdout.strip().splitlines()[-1])
+  assert result == {"same": True, "layers": True, "np": "estimator_lite.inputs.numpy_io",
+                    "hook": "stop_if_no_decrease_hook"}
