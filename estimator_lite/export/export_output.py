@@ -11,6 +11,25 @@ import tensorflow as tf
 _sig_utils = tf.compat.v1.saved_model.signature_def_utils
 
 
+def _serialized_examples(receiver_tensors, kind):
+  """The single string input that TensorFlow Serving's Classify/Regress APIs feed.
+
+  Raises:
+    ValueError: not exactly one receiver tensor, or not a string tensor.
+  """
+  if len(receiver_tensors) != 1:
+    raise ValueError(
+        f"{kind} signatures take exactly one input, a string Tensor of "
+        f"serialized tf.Examples; got receiver tensors {receiver_tensors!r}.")
+  (_, examples), = receiver_tensors.items()
+  if examples.dtype != tf.string:
+    raise ValueError(
+        f"{kind} signature input must be a string Tensor of serialized "
+        f"tf.Examples; got {examples!r}. Use "
+        "build_parsing_serving_input_receiver_fn for such models.")
+  return examples
+
+
 class ExportOutput(abc.ABC):
   """Base class for one exported signature's outputs."""
 
@@ -89,16 +108,7 @@ class ClassificationOutput(ExportOutput):
     return self._classes
 
   def as_signature_def(self, receiver_tensors):
-    if len(receiver_tensors) != 1:
-      raise ValueError(
-          "Classification signatures take exactly one input, a string Tensor "
-          f"of serialized tf.Examples; got receiver tensors {receiver_tensors!r}.")
-    (_, examples), = receiver_tensors.items()
-    if examples.dtype != tf.string:
-      raise ValueError(
-          "Classification signature input must be a string Tensor of serialized "
-          f"tf.Examples; got {examples!r}. Use "
-          "build_parsing_serving_input_receiver_fn for such models.")
+    examples = _serialized_examples(receiver_tensors, "Classification")
     return _sig_utils.classification_signature_def(examples, self.classes,
                                                    self.scores)
 
@@ -124,16 +134,7 @@ class RegressionOutput(ExportOutput):
     return self._value
 
   def as_signature_def(self, receiver_tensors):
-    if len(receiver_tensors) != 1:
-      raise ValueError(
-          "Regression signatures take exactly one input, a string Tensor of "
-          f"serialized tf.Examples; got receiver tensors {receiver_tensors!r}.")
-    (_, examples), = receiver_tensors.items()
-    if examples.dtype != tf.string:
-      raise ValueError(
-          "Regression signature input must be a string Tensor of serialized "
-          f"tf.Examples; got {examples!r}. Use "
-          "build_parsing_serving_input_receiver_fn for such models.")
+    examples = _serialized_examples(receiver_tensors, "Regression")
     return _sig_utils.regression_signature_def(examples, self.value)
 
 
