@@ -10,6 +10,9 @@ checkpoint, summary or step-counter hooks; only `hooks`).
 import tensorflow as tf
 from tensorflow.python.training import sync_replicas_optimizer
 
+from estimator_lite import _fast_session
+from estimator_lite import _shutdown
+
 _READY_POLL_SECS = 1
 _STOP_GRACE_PERIOD_SECS = 120  # MonitoredTrainingSession's default.
 # SyncReplicasOptimizer's chief queue runner waits on the ps for gradients
@@ -50,18 +53,20 @@ def monitored_training_session(master="", is_chief=True, scaffold=None, hooks=No
   """`tf.compat.v1.train.MonitoredTrainingSession`, same arguments.
 
   Returns:
-    A `MonitoredSession`: MonitoredTrainingSession's own for the chief; for a
-    non-chief, one whose session creator polls readiness every second.
+    A `MonitoredSession` over a `_fast_session.FastSession`: for the chief,
+    as MonitoredTrainingSession builds it; for a non-chief, one whose session
+    creator polls readiness every second.
   """
   if is_chief:
-    if (_uses_sync_replicas(list(hooks or ()) + list(chief_kwargs.get("chief_only_hooks") or ()))
-        and "stop_grace_period_secs" not in chief_kwargs):
-      chief_kwargs["stop_grace_period_secs"] = _SYNC_REPLICAS_STOP_GRACE_SECS
-    return tf.compat.v1.train.MonitoredTrainingSession(
+    if _uses_sync_replicas(list(hooks or ()) + list(chief_kwargs.get("chief_only_hooks") or ())):
+      chief_kwargs.setdefault("stop_grace_period_secs", _SYNC_REPLICAS_STOP_GRACE_SECS)
+      _shutdown.quiet_queue_runner_cancellation()
+    # MonitoredTrainingSession with a faster per-step Session.run (see _fast_session).
+    return _fast_session.monitored_training_session(
         master=master, is_chief=True, scaffold=scaffold, hooks=hooks, config=config,
         max_wait_secs=max_wait_secs, **chief_kwargs)
   creator = _WorkerSessionCreator(scaffold, master, config, max_wait_secs)
   return tf.compat.v1.train.MonitoredSession(
-      session_creator=creator, hooks=hooks or [],
+      session_creator=_fast_session.FastSessionCreator(creator), hooks=hooks or [],
       stop_grace_period_secs=chief_kwargs.get("stop_grace_period_secs",
                                               _STOP_GRACE_PERIOD_SECS))

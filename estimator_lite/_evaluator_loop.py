@@ -53,8 +53,8 @@ def checkpoint_step(checkpoint_path):
 
 
 def _checkpoint_exists(checkpoint_path):
-  return bool(tf.io.gfile.glob(checkpoint_path + ".index") or
-              tf.io.gfile.glob(checkpoint_path))
+  # V2 checkpoints have an .index file; V1 ones are a single file.
+  return tf.io.gfile.exists(checkpoint_path + ".index") or tf.io.gfile.exists(checkpoint_path)
 
 
 class Evaluator:

@@ -1,18 +1,18 @@
-"""Keeps the end of synchronous training quiet and prompt.
+"""Keeps the end of synchronous training quiet.
 
 `SyncReplicasOptimizer`'s chief runs a QueueRunner thread that waits on the ps
-for the next round of gradients. When training ends, no more gradients come:
+for the next round of gradients. When training ends no more gradients come:
 the thread stays blocked until the session is closed, which cancels it, and it
-dies with a CancelledError traceback that says nothing useful to the user. The
-training itself finished correctly.
+dies with a CancelledError traceback that says nothing useful to the user (the
+training itself finished correctly). Such a thread now logs one line instead.
 """
-import contextlib
 import threading
 
 import tensorflow as tf
 
 _QUEUE_RUNNER_THREAD_PREFIX = "QueueRunnerThread-"
-_JOIN_SECS = 10
+_lock = threading.Lock()
+_installed = False
 
 
 def _is_shutdown_noise(args):
@@ -25,27 +25,24 @@ def _is_shutdown_noise(args):
   return isinstance(args.exc_value, RuntimeError) and "closed" in str(args.exc_value).lower()
 
 
-@contextlib.contextmanager
 def quiet_queue_runner_cancellation():
-  """Inside, a QueueRunner thread cancelled at session close logs one line, no traceback.
+  """Makes a QueueRunner thread cancelled at session close log one line, no traceback.
 
-  On exit, waits (a few seconds at most) for such threads to finish, so their
-  end is still covered. Any other uncaught thread exception is reported as usual.
+  Installed once per process (wrapping `threading.excepthook`); any other
+  uncaught thread exception is reported as before.
   """
-  previous = threading.excepthook
-
-  def excepthook(args):
-    if _is_shutdown_noise(args):
-      tf.compat.v1.logging.info("%s stopped at the end of training (%s).", args.thread.name,
-                                type(args.exc_value).__name__)
+  global _installed
+  with _lock:
+    if _installed:
       return
-    previous(args)
+    previous = threading.excepthook
 
-  threading.excepthook = excepthook
-  try:
-    yield
-  finally:
-    for thread in threading.enumerate():
-      if thread.name.startswith(_QUEUE_RUNNER_THREAD_PREFIX):
-        thread.join(_JOIN_SECS)
-    threading.excepthook = previous
+    def excepthook(args):
+      if _is_shutdown_noise(args):
+        tf.compat.v1.logging.info("%s stopped at the end of training (%s).",
+                                  args.thread.name, type(args.exc_value).__name__)
+        return
+      previous(args)
+
+    threading.excepthook = excepthook
+    _installed = True

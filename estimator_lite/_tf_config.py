@@ -151,6 +151,9 @@ def parse_tf_config(raw):
   environment = config.get("environment", "local")
   if not isinstance(environment, str):
     _fail(f'"environment" must be a string, got {environment!r}.', raw)
+  for key in ("session_master", "eval_session_master", "rpc_layer"):
+    if key in config and not isinstance(config[key], str):
+      _fail(f'"{key}" must be a string, got {config[key]!r}.', raw)
   eval_session_master = config.get("eval_session_master", LOCAL_MASTER)
   # Kubeflow's TFJob lists the evaluator inside "cluster"; it is not part of the
   # training cluster, and servers must not wait for it.

@@ -119,9 +119,12 @@ class _Task:
     self.stopped = False
     # Its own session: stopping the task (by its PID's group) also stops what
     # a wrapper script started, and Ctrl-C reaches it only through us.
-    self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+    try:
+      self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+    except OSError as e:
+      raise LaunchError(f"cannot start {command[0]!r} for {self.name}: {e}") from e
     self._thread = threading.Thread(target=self._pump, args=(out, lock), daemon=True)
     self._thread.start()
 
@@ -200,9 +203,17 @@ class _Cluster:
     return "; ".join(parts)
 
 
+class _Interrupted(KeyboardInterrupt):
+  """The launcher got SIGTERM: stop the cluster as for Ctrl-C."""
+
+  def __init__(self, signum):
+    super().__init__(f"signal {signum}")
+    self.signum = signum
+
+
 def _raise_interrupt(signum, frame):
   del frame
-  raise KeyboardInterrupt(f"signal {signum}")
+  raise _Interrupted(signum)
 
 
 def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
@@ -219,8 +230,8 @@ def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
     out: a binary stream for the prefixed output (stdout by default).
 
   Returns:
-    The chief's exit status (128 + N if it died of signal N, 130 if
-    interrupted).
+    The chief's exit status (128 + N if it died of signal N); 130 if the
+    launcher was interrupted (Ctrl-C), 143 if it got SIGTERM.
 
   Raises:
     LaunchError: bad counts or an empty command.
@@ -236,7 +247,9 @@ def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
   cluster = cluster_dict(tasks, [f"{host}:{port}" for port in ports])
   launched = _Cluster(out)
   launched.say(f"cluster {json.dumps(cluster)}; command {command}")
-  previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+  in_main_thread = threading.current_thread() is threading.main_thread()
+  if in_main_thread:  # signal handlers can only be set there
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
   try:
     for job, index in tasks:
       env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1")
@@ -258,11 +271,12 @@ def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
                    + ", ".join(t.name for t in followers))
       launched.wait(followers, time.monotonic() + grace_secs)
     launched.stop(followers + ps)
-  except KeyboardInterrupt:
+  except KeyboardInterrupt as interrupt:
     launched.say("interrupted; stopping the cluster.")
-    status = 130
+    status = -getattr(interrupt, "signum", signal.SIGINT)
   finally:
-    signal.signal(signal.SIGTERM, previous_term)
+    if in_main_thread:
+      signal.signal(signal.SIGTERM, previous_term)
     launched.stop(launched.tasks)
     for task in launched.tasks:
       task.join_output()

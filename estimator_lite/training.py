@@ -12,7 +12,6 @@ import tensorflow as tf
 
 from estimator_lite import _evaluator_loop
 from estimator_lite import _server
-from estimator_lite import _shutdown
 from estimator_lite import _tf_config
 from estimator_lite.estimator import Estimator
 
@@ -270,11 +269,8 @@ def _train_in_cluster(estimator, train_spec, saving_listeners):
   config = estimator.config
   server = _server.start_std_server(config)  # pylint: disable=unused-variable
   _server.wait_before_training(config)
-  # SyncReplicasOptimizer's queue runner is cancelled when the session closes
-  # and prints a traceback that means nothing to the user.
-  with _shutdown.quiet_queue_runner_cancellation():
-    estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
-                    hooks=list(train_spec.hooks), saving_listeners=saving_listeners)
+  estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
+                  hooks=list(train_spec.hooks), saving_listeners=saving_listeners)
   del server  # kept alive until training is done
 
 

@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import tensorflow as tf
@@ -72,13 +71,15 @@ def run_launcher(tmp_path, launcher_args, program_args):
       _kill_launched_tasks(log_path)
   with open(log_path, "rb") as f:
     output = f.read()
-  assert status is not None, f"cluster still running after {CLUSTER_TIMEOUT_SECS} s:\n{output[-6000:].decode(errors='replace')}"
+  assert status is not None, (f"cluster still running after {CLUSTER_TIMEOUT_SECS} s:\n"
+                              f"{output[-6000:].decode(errors='replace')}")
   return status, output
 
 
 def lines_of(output, task):
   prefix = f"[{task}] ".encode()
-  return [l[len(prefix):].decode(errors="replace") for l in output.splitlines() if l.startswith(prefix)]
+  return [line[len(prefix):].decode(errors="replace") for line in output.splitlines()
+          if line.startswith(prefix)]
 
 
 def _report(lines, what):
@@ -176,11 +177,12 @@ def test_sync_replicas_cluster_aggregates_one_update_per_round(tmp_path):
   tail = output[-6000:].decode(errors="replace")
   assert status == 0, tail
   chief, worker = lines_of(output, "chief:0"), lines_of(output, "worker:0")
-  assert final_checkpoint_step(model_dir) == max_steps
   chief_steps, chief_seen = local_steps_and_global_step(chief)
   worker_steps, worker_seen = local_steps_and_global_step(worker)
   global_step = max(chief_seen, worker_seen)
-  assert global_step == max_steps
+  # One round may still complete between the chief's stop and its final save.
+  assert max_steps <= final_checkpoint_step(model_dir) <= max_steps + 1
+  assert max_steps <= global_step <= max_steps + 1
   # Each update averaged two gradients (replicas_to_aggregate=2): the tasks
   # ran about twice as many steps as the global step advanced (asynchronous
   # training would make them equal).
@@ -196,21 +198,24 @@ def test_master_trains_and_evaluates(tmp_path):
   model_dir = str(tmp_path / "model")
   master_port, ps_port = launch.free_ports(2)
   cluster = {"master": [f"localhost:{master_port}"], "ps": [f"localhost:{ps_port}"]}
-  processes = {}
+  processes, logs = {}, []
   try:
     for job in ("ps", "master"):
       env = dict(_env(), TF_CONFIG=launch.tf_config(cluster, job, 0))
+      logs.append(open(str(tmp_path / f"{job}.log"), "wb"))  # pylint: disable=consider-using-with
       processes[job] = subprocess.Popen(
           [sys.executable, EXAMPLE, "--model_dir", model_dir, "--max_steps", "200",
            "--save_checkpoints_steps", "100", "--eval_steps", "2"],
-          cwd=REPO, env=env, stdout=open(str(tmp_path / f"{job}.log"), "wb"),
-          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+          cwd=REPO, env=env, stdout=logs[-1], stderr=subprocess.STDOUT,
+          stdin=subprocess.DEVNULL)
     status = processes["master"].wait(CLUSTER_TIMEOUT_SECS)
   finally:
     for process in processes.values():
       if process.poll() is None:
         process.kill()
         process.wait()
+    for log in logs:
+      log.close()
   log = (tmp_path / "master.log").read_text(errors="replace")
   assert status == 0, log[-6000:]
   lines = log.splitlines()
@@ -286,4 +291,5 @@ def test_print_tf_config_gives_each_machine_its_role(monkeypatch, capsys):
                    "evaluator:0": ("evaluator", "", False)}
   with pytest.raises(SystemExit):
     launch.main(["--ps", "1", "--workers", "1", "--print-tf-config", "h0", "h1"])
-  assert "got 2 host(s) ['h0', 'h1'], but the cluster has 3 training task(s)" in capsys.readouterr().err
+  error = capsys.readouterr().err
+  assert "got 2 host(s) ['h0', 'h1'], but the cluster has 3 training task(s)" in error

@@ -49,6 +49,8 @@ def run_config(monkeypatch, tf_config):
     ({"cluster": {"chief": ["h0:1"]}, "task": {"type": "chief", "index": 0}, "tasks": {}},
      "unknown key(s) ['tasks']"),
     ({"task": {"type": "ps", "index": 0}}, "task 'ps' index 0 needs a \"cluster\""),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}, "session_master": 5},
+     '"session_master" must be a string, got 5'),
 ])
 def test_malformed_tf_config_fails_at_once_quoting_the_problem(monkeypatch, tf_config,
                                                                quoted_problem):

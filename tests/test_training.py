@@ -138,7 +138,8 @@ def test_saved_model_exporters_run_after_each_evaluation(local, tmp_path):
                            throttle_secs=0)
   _, export_results = est.train_and_evaluate(
       estimator, est.TrainSpec(input_fn, max_steps=10), eval_spec)
-  latest_dir, final_dir = (os.path.join(str(tmp_path), "export", name) for name in ("latest", "final"))
+  latest_dir, final_dir = (os.path.join(str(tmp_path), "export", name)
+                           for name in ("latest", "final"))
   assert [os.path.dirname(r) for r in export_results] == [latest_dir, final_dir]
   for result in export_results:
     assert isinstance(result, str) and os.path.exists(os.path.join(result, "saved_model.pb"))
@@ -172,7 +173,10 @@ def test_evaluator_skips_a_checkpoint_deleted_before_it_is_read(monkeypatch, tmp
   monkeypatch.delenv("TF_CONFIG", raising=False)
   estimator_for(model_dir, save_checkpoints_steps=5, keep_checkpoint_max=0).train(
       input_fn, max_steps=10)
-  ckpt = lambda step: os.path.join(model_dir, f"model.ckpt-{step}")  # pylint: disable=unnecessary-lambda-assignment
+
+  def ckpt(step):
+    return os.path.join(model_dir, f"model.ckpt-{step}")
+
   # As the chief's index looked when step 5 was the newest checkpoint.
   tf.compat.v1.train.update_checkpoint_state(model_dir, ckpt(5), [ckpt(0), ckpt(5)])
 
@@ -227,7 +231,8 @@ def test_specs_are_frozen_validated_and_replaceable():
 
 @pytest.mark.parametrize("make, error, message", [
     (lambda: est.TrainSpec(input_fn()), TypeError, "`input_fn` must be callable"),
-    (lambda: est.TrainSpec(input_fn, max_steps=-3), ValueError, "Must specify max_steps > 0, given: -3"),
+    (lambda: est.TrainSpec(input_fn, max_steps=-3), ValueError,
+     "Must specify max_steps > 0, given: -3"),
     (lambda: est.TrainSpec(input_fn, max_steps=1.5), TypeError, "max_steps must be an int"),
     (lambda: est.TrainSpec(input_fn, hooks=["not a hook"]), TypeError,
      "All hooks must be `SessionRunHook` instances, given: 'not a hook'"),
