@@ -11,6 +11,8 @@ from tensorflow.python.training import training_util
 
 from estimator_lite import _checkpointing
 from estimator_lite import _cluster_session
+from estimator_lite import _distributed
+from estimator_lite import _fast_session
 from estimator_lite import _fn_args
 from estimator_lite import _inputs
 from estimator_lite import _metrics
@@ -331,12 +333,15 @@ class Estimator:
     return True
 
   def _train_model(self, input_fn, hooks, saving_listeners, steps, max_steps):
+    if self._config.train_distribute is not None:  # RunConfig(train_distribute=...)
+      return _distributed.train(self, input_fn, hooks, saving_listeners, steps, max_steps)
     with tf.Graph().as_default() as graph, graph.device(self._device_fn()):
       tf.compat.v1.set_random_seed(self._config.tf_random_seed)
       tf.compat.v1.train.get_or_create_global_step(graph)
       # The read that hooks (StepCounterHook, LoggingTensorHook) share must
-      # exist before model_fn, as tf.estimator made it.
-      training_util._get_or_create_global_step_read(graph)  # pylint: disable=protected-access
+      # exist before model_fn, as tf.estimator made it; a plain read, not
+      # TensorFlow's tf.cond (see _fast_session.create_global_step_read).
+      _fast_session.create_global_step_read(graph)
       if self._config.steps_per_loop > 1:
         spec, input_hooks, stop_hooks, logged_step = self._build_training_loop(
             input_fn, steps, max_steps)
@@ -494,6 +499,8 @@ class Estimator:
     return latest
 
   def _evaluate_model(self, input_fn, hooks, checkpoint_path):
+    if self._config.eval_distribute is not None:  # RunConfig(eval_distribute=...)
+      return _distributed.evaluate(self, input_fn, hooks, checkpoint_path)
     with tf.Graph().as_default():
       scaffold, update_op, final_ops_hook, all_hooks = self._evaluate_build_graph(
           input_fn, hooks)

@@ -5,6 +5,7 @@ import os
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
+from estimator_lite import _strategy_checks
 from estimator_lite import _tf_config
 
 _USE_DEFAULT = object()
@@ -72,11 +73,16 @@ class RunConfig:
     keep_checkpoint_max: newest checkpoints to keep (None or 0: all).
     keep_checkpoint_every_n_hours: also keep one checkpoint every N hours.
     log_step_count_steps: log loss and global_step/sec every N steps.
-    train_distribute: a `tf.distribute.Strategy` for training (see README).
+    train_distribute: a `tf.distribute.Strategy` for training, or None:
+      `MirroredStrategy` (this machine's devices), `MultiWorkerMirroredStrategy`
+      (TF_CONFIG chief and workers, no ps), `OneDeviceStrategy` or
+      `CentralStorageStrategy`. input_fn's batch is per replica. See README,
+      "Distribution strategies".
     device_fn: function of an Operation returning its device, overriding the
       default placement (e.g. `replica_device_setter`).
     protocol: server protocol, "grpc" by default.
-    eval_distribute: a `tf.distribute.Strategy` for evaluation.
+    eval_distribute: a `tf.distribute.Strategy` for evaluation (one process:
+      not a MultiWorkerMirroredStrategy across several workers), or None.
     experimental_distribute: accepted for signature compatibility; unused.
     experimental_max_worker_delay_secs: cap on the staggered start of workers.
     session_creation_timeout_secs: how long a worker waits for the chief's
@@ -89,8 +95,10 @@ class RunConfig:
       README, "steps_per_loop".
 
   Raises:
-    ValueError: a value out of range, both checkpoint cadences given, or a
-      malformed TF_CONFIG (the message quotes it).
+    ValueError: a value out of range, both checkpoint cadences given, a
+      malformed TF_CONFIG (the message quotes it), or a distribution strategy
+      that cannot run in graph mode or does not fit TF_CONFIG (the message says
+      what to use instead).
   """
 
   def __init__(self,
@@ -170,6 +178,8 @@ class RunConfig:
     self._checkpoint_save_graph_def = checkpoint_save_graph_def
     self._steps_per_loop = steps_per_loop
     self._role = _tf_config.parse_tf_config(os.environ.get("TF_CONFIG"))
+    _strategy_checks.check(train_distribute, eval_distribute, self._role,
+                           steps_per_loop=steps_per_loop, device_fn=device_fn)
 
   # -- what the user set ------------------------------------------------------
   @property
@@ -311,6 +321,18 @@ class RunConfig:
     if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs:
       values["save_checkpoints_steps"] = None if kwargs["save_checkpoints_secs"] is not None else values["save_checkpoints_steps"]
     RunConfig.__init__(new, **values)
+    return new
+
+  def __deepcopy__(self, memo):
+    # A tf.distribute strategy is not a value: it owns devices, collective
+    # state and (MultiWorkerMirroredStrategy) this task's server, and some
+    # refuse deepcopy. Copies of a RunConfig (Estimator.config) share it.
+    new = type(self).__new__(type(self))
+    memo[id(self)] = new
+    for name, value in self.__dict__.items():
+      if name not in ("_train_distribute", "_eval_distribute"):
+        value = copy.deepcopy(value, memo)
+      setattr(new, name, value)
     return new
 
   def _constructor_values(self):

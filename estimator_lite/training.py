@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from estimator_lite import _evaluator_loop
 from estimator_lite import _server
+from estimator_lite import _strategy_checks
 from estimator_lite import _tf_config
 from estimator_lite.estimator import Estimator
 
@@ -267,8 +268,13 @@ def _run_local(estimator, train_spec, eval_spec):
 
 def _train_in_cluster(estimator, train_spec, saving_listeners):
   config = estimator.config
-  server = _server.start_std_server(config)  # pylint: disable=unused-variable
-  _server.wait_before_training(config)
+  if _strategy_checks.is_multi_worker(config.train_distribute):
+    # All-reduce training (estimator_lite/_distributed.py): each task serves
+    # itself and all start together, with no stagger.
+    server = None
+  else:
+    server = _server.start_std_server(config)  # pylint: disable=unused-variable
+    _server.wait_before_training(config)
   estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
                   hooks=list(train_spec.hooks), saving_listeners=saving_listeners)
   del server  # kept alive until training is done
