@@ -272,6 +272,23 @@ class _CheckpointWatcher:
     return self._newest
 
 
+def _evaluated_before(checkpoint_path, name_step, evaluated_steps):
+  """Whether `evaluated_steps` (from the eval events) holds this checkpoint's evaluation.
+
+  Eval events carry the global step stored *in* the checkpoint. On a cluster
+  that can be past the step in its name (a worker's steps land while the
+  chief saves; never before it), so the checkpoint is read when its name
+  alone cannot tell.
+  """
+  if not evaluated_steps or (name_step is not None and name_step > max(evaluated_steps)):
+    return False
+  try:
+    step = int(tf.train.load_variable(checkpoint_path, tf.compat.v1.GraphKeys.GLOBAL_STEP))
+  except (tf.errors.OpError, ValueError):
+    return False  # gone or unreadable: evaluate_and_export handles it
+  return step in evaluated_steps
+
+
 def run_continuous_evaluation(estimator, eval_spec, max_training_steps,
                               poll_secs=_POLL_SECS):
   """The evaluator task: evaluates each new checkpoint in model_dir once.
@@ -281,6 +298,9 @@ def run_continuous_evaluation(estimator, eval_spec, max_training_steps,
   already tried), and returns after evaluating one at or past
   `max_training_steps` (never, if that is None), or at or past the step where
   an early-stopping hook ended training (experimental.early_stopping).
+  Checkpoints whose global step already has results in the eval directory
+  (an earlier run of this evaluator, killed and restarted) are skipped; the
+  final one is evaluated and exported regardless.
 
   Returns:
     (EvalResult, export results) of the last evaluation.
@@ -296,6 +316,16 @@ def run_continuous_evaluation(estimator, eval_spec, max_training_steps,
   cadence = EvalCadence(eval_spec.throttle_secs, eval_spec.every_n_steps)
   watcher = _CheckpointWatcher(estimator.model_dir)
   _logging.info("Evaluating new checkpoints in %s %s.", estimator.model_dir, cadence.describe())
+  # An evaluator killed and restarted must not evaluate again what its earlier
+  # run did (a second point per step in TensorBoard, and wasted time): the
+  # eval events record every evaluated step. The final checkpoint is the
+  # exception: the earlier run may have died before its final export.
+  eval_dir = estimator.eval_dir(eval_spec.name)
+  evaluated_before = set(early_stopping.read_eval_metrics(eval_dir))
+  if evaluated_before:
+    _logging.info("%s already holds evaluations of %d checkpoints (up to global step %d): "
+                  "those are not evaluated again.", eval_dir, len(evaluated_before),
+                  max(evaluated_before))
   tried = set()
   last_waiting_log = time.monotonic()
   last = None
@@ -317,6 +347,11 @@ def run_continuous_evaluation(estimator, eval_spec, max_training_steps,
     step = checkpoint_step(path)
     is_final = ((bool(max_training_steps) and step is not None and step >= max_training_steps)
                 or evaluator.stop_marker.is_final(step))
+    if not is_final and _evaluated_before(path, step, evaluated_before):
+      tried.add(path)
+      cadence.evaluated(step)  # the every_n_steps cadence goes on from there
+      _logging.info("Skipping checkpoint %s: already evaluated (see %s).", path, eval_dir)
+      continue
     if not is_final and not cadence.step_is_due(step):
       tried.add(path)
       _logging.info("Skipping checkpoint %s: evaluating %s.", path, cadence.describe())
