@@ -27,7 +27,6 @@ checkpoints and summaries. A task that dies leaves the others blocked in the
 next all-reduce (it has no timeout), so restart all training tasks together;
 they resume from the latest checkpoint.
 """
-import contextlib
 import functools
 import warnings
 
@@ -37,10 +36,8 @@ from tensorflow.python.training import training_util
 from estimator_lite import _checkpointing
 from estimator_lite import _fn_args
 from estimator_lite import _inputs
-from estimator_lite import _nan_loss
 from estimator_lite import _preemption
 from estimator_lite import _strategy_checks
-from estimator_lite import warm_starting
 from estimator_lite.mode_keys import ModeKeys
 
 _logging = tf.compat.v1.logging
@@ -303,23 +300,11 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
   session_config = _session_config(config.session_config, strategy)
   master = (_multi_worker_master(config, strategy, session_config) if multi_worker
             else config.master)
-  if estimator._warm_start_settings:  # pylint: disable=protected-access
-    warm_starting.apply(estimator._warm_start_settings)  # pylint: disable=protected-access
-
-  tf.compat.v1.summary.scalar("loss", spec.loss)
-  hooks = list(worker_hooks) + [_nan_loss.NanLossHook(spec.loss, global_step_read)]
-  if config.log_step_count_steps is not None:
-    hooks.append(tf.compat.v1.train.LoggingTensorHook(
-        {"loss": spec.loss, "step": global_step_read},
-        every_n_iter=config.log_step_count_steps))
-  hooks.extend(spec.training_hooks)
+  # The checkpoint is checked on every task: one that failed alone would
+  # leave the others waiting for it in the initial broadcast.
+  hooks, chief_saver = estimator._training_hooks(  # pylint: disable=protected-access
+      spec, worker_hooks, global_step_read, saving_listeners, check_checkpoint=True)
   scaffold = spec.scaffold
-  # Checked on every task: one that failed alone would leave the others
-  # waiting for it in the initial broadcast.
-  if estimator._default_saver(scaffold):  # pylint: disable=protected-access
-    _checkpointing.check_checkpoint_matches_graph(
-        estimator.latest_checkpoint(), tf.compat.v1.get_default_graph())
-
   writer_hooks = []
   if is_chief:
     hooks.extend(spec.training_chief_hooks)
@@ -329,22 +314,7 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
     if config.save_summary_steps:
       writer_hooks.append(tf.compat.v1.train.SummarySaverHook(
           save_steps=config.save_summary_steps, output_dir=model_dir, scaffold=scaffold))
-  saver_hooks = [h for h in hooks if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
-  if is_chief and not saver_hooks and (config.save_checkpoints_secs or
-                                       config.save_checkpoints_steps):
-    saver_hooks = [_checkpointing.SafeCheckpointSaverHook(
-        model_dir, save_secs=config.save_checkpoints_secs,
-        save_steps=config.save_checkpoints_steps, scaffold=scaffold,
-        save_graph_def=config.checkpoint_save_graph_def)]
-    # After the NanTensorHook, so a NaN step raises before its weights are saved.
-    writer_hooks.extend(saver_hooks)
-  if saving_listeners and is_chief:
-    if not saver_hooks:
-      raise ValueError(
-          "There should be a CheckpointSaverHook to use saving_listeners. Please "
-          "set one of the RunConfig.save_checkpoints_steps or "
-          "RunConfig.save_checkpoints_secs.")
-    saver_hooks[0]._listeners.extend(saving_listeners)  # pylint: disable=protected-access
+    writer_hooks.extend(chief_saver)
 
   # Across workers a SIGTERM on one task must not stop it alone (the others
   # would wait in the next all-reduce); the default SIGTERM ends the process.
@@ -353,22 +323,10 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
     hooks.append(watcher.hook())
   creator = tf.compat.v1.train.ChiefSessionCreator(
       scaffold=scaffold, master=master, config=session_config, checkpoint_dir=model_dir)
-  loss = None
-  any_step_done = False
-  with (watcher or contextlib.nullcontext()), tf.compat.v1.train.MonitoredSession(
-      session_creator=creator, hooks=hooks + writer_hooks) as session:
-    while not session.should_stop():
-      _, loss = session.run([spec.train_op, spec.loss])
-      any_step_done = True
-  if not any_step_done:
-    _logging.warning("Training with estimator made no steps. Perhaps input is "
-                     "empty or misspecified.")
-  if watcher is not None and watcher.requested:
-    preempted = _preemption.Preempted(
-        estimator._latest_global_step(), estimator.latest_checkpoint())  # pylint: disable=protected-access
-    _logging.warning("%s Exiting with status %d.", preempted, preempted.code)
-    raise preempted
-  return loss
+  return estimator._run_training_session(  # pylint: disable=protected-access
+      lambda: tf.compat.v1.train.MonitoredSession(
+          session_creator=creator, hooks=hooks + writer_hooks),
+      spec, watcher)
 
 
 # -- evaluate ---------------------------------------------------------------------

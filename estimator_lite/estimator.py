@@ -1,5 +1,7 @@
 """Estimator: builds a fresh graph per call and runs model_fn in tf.compat.v1 sessions."""
+import contextlib
 import copy
+import functools
 import os
 import sys
 import tempfile
@@ -380,35 +382,79 @@ class Estimator:
   def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners):
     """Runs the training session; `logged_step` is the step the loss log shows."""
     config = self._config
+    worker_hooks, chief_saver = self._training_hooks(
+        spec, worker_hooks, logged_step, saving_listeners,
+        check_checkpoint=config.is_chief)
+    watcher = _preemption.SigtermWatcher()
+    # MonitoredTrainingSession, except that a worker notices the chief's
+    # initialisation within a second instead of 30 (see _cluster_session).
+    open_session = functools.partial(
+        _cluster_session.monitored_training_session,
+        master=config.master,
+        is_chief=config.is_chief,
+        checkpoint_dir=self._model_dir,
+        scaffold=spec.scaffold,
+        hooks=worker_hooks + [watcher.hook()] + (chief_saver if config.is_chief else []),
+        chief_only_hooks=tuple(spec.training_chief_hooks),
+        save_checkpoint_secs=0,
+        save_summaries_steps=config.save_summary_steps,
+        config=config.session_config,
+        max_wait_secs=config.session_creation_timeout_secs,
+        log_step_count_steps=config.log_step_count_steps,
+        save_graph_def=config.checkpoint_save_graph_def)
+    return self._run_training_session(open_session, spec, watcher)
+
+  def _training_hooks(self, spec, hooks, logged_step, saving_listeners, check_checkpoint):
+    """Builds the hooks of a training session (shared with _distributed).
+
+    Also applies warm-starting and adds the `loss` summary to the graph.
+
+    Args:
+      spec: the TRAIN EstimatorSpec.
+      hooks: the input's and the caller's hooks.
+      logged_step: the global step tensor the NaN guard and the loss log show.
+      saving_listeners: CheckpointSaverListeners for the checkpoint saver.
+      check_checkpoint: check that model_dir's checkpoint fits this graph.
+
+    Returns:
+      (hooks every task runs, [the default checkpoint saver] or []). The saver
+      runs on the chief only, after the other hooks: MonitoredTrainingSession
+      would run it first as a chief-only hook, and then a step whose loss is
+      NaN would save its NaN weights before the NaN guard raised (tf.estimator
+      2.15 did save them when a save fell on that step).
+
+    Raises:
+      ValueError: saving_listeners without any checkpoint saver, or a
+        checkpoint that does not fit the graph.
+    """
+    config = self._config
     if self._warm_start_settings:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
-    worker_hooks = list(worker_hooks)
-    worker_hooks.append(_nan_loss.NanLossHook(spec.loss, logged_step))
+    hooks = list(hooks)
+    hooks.append(_nan_loss.NanLossHook(spec.loss, logged_step))
     if config.log_step_count_steps is not None:
       # LoggingTensorHook counts Session.run calls; with steps_per_loop each
       # call is steps_per_loop steps.
-      worker_hooks.append(tf.compat.v1.train.LoggingTensorHook(
+      hooks.append(tf.compat.v1.train.LoggingTensorHook(
           {"loss": spec.loss, "step": logged_step},
           every_n_iter=-(-config.log_step_count_steps // config.steps_per_loop)))
-    worker_hooks.extend(spec.training_hooks)
-    scaffold = spec.scaffold
-    if self._default_saver(scaffold) and config.is_chief:
+    hooks.extend(spec.training_hooks)
+    if self._default_saver(spec.scaffold) and check_checkpoint:
       _checkpointing.check_checkpoint_matches_graph(
           self.latest_checkpoint(), tf.compat.v1.get_default_graph())
 
-    chief_hooks = []
-    all_hooks = worker_hooks + list(spec.training_chief_hooks)
-    saver_hooks = [h for h in all_hooks if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
-    if config.save_checkpoints_secs or config.save_checkpoints_steps:
-      if not saver_hooks:
-        chief_hooks = [_checkpointing.SafeCheckpointSaverHook(
-            self._model_dir,
-            save_secs=config.save_checkpoints_secs,
-            save_steps=config.save_checkpoints_steps,
-            scaffold=scaffold,
-            save_graph_def=config.checkpoint_save_graph_def)]
-        saver_hooks = chief_hooks
+    chief_saver = []
+    saver_hooks = [h for h in hooks + list(spec.training_chief_hooks)
+                   if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
+    if (config.save_checkpoints_secs or config.save_checkpoints_steps) and not saver_hooks:
+      chief_saver = [_checkpointing.SafeCheckpointSaverHook(
+          self._model_dir,
+          save_secs=config.save_checkpoints_secs,
+          save_steps=config.save_checkpoints_steps,
+          scaffold=spec.scaffold,
+          save_graph_def=config.checkpoint_save_graph_def)]
+      saver_hooks = chief_saver
     if saving_listeners:
       if not saver_hooks:
         raise ValueError(
@@ -418,37 +464,30 @@ class Estimator:
       # The hook keeps its listeners in a private list; adding ours there is
       # what tf.estimator did, and keeps a user's own CheckpointSaverHook.
       saver_hooks[0]._listeners.extend(saving_listeners)  # pylint: disable=protected-access
+    return hooks, chief_saver
 
+  def _run_training_session(self, open_session, spec, watcher):
+    """Runs spec.train_op until a hook stops; returns the last loss (shared with _distributed).
+
+    Args:
+      open_session: function returning the MonitoredSession (created inside
+        the SIGTERM watcher, so a SIGTERM during session creation counts).
+      spec: the TRAIN EstimatorSpec.
+      watcher: the SigtermWatcher whose hook the session runs, or None.
+
+    Raises:
+      Preempted: SIGTERM was received; the checkpoint at the current step is saved.
+    """
     loss = None
     any_step_done = False
-    watcher = _preemption.SigtermWatcher()
-    worker_hooks.append(watcher.hook())
-    # MonitoredTrainingSession, except that a worker notices the chief's
-    # initialisation within a second instead of 30 (see _cluster_session).
-    with watcher, _cluster_session.monitored_training_session(
-        master=config.master,
-        is_chief=config.is_chief,
-        checkpoint_dir=self._model_dir,
-        scaffold=scaffold,
-        # MonitoredTrainingSession runs chief_only_hooks first; our saver goes
-        # after the NanTensorHook instead, so a step whose loss is NaN raises
-        # before its NaN weights can be saved as the latest checkpoint
-        # (tf.estimator 2.15 saved them when the save fell on that step).
-        hooks=worker_hooks + (chief_hooks if config.is_chief else []),
-        chief_only_hooks=tuple(spec.training_chief_hooks),
-        save_checkpoint_secs=0,
-        save_summaries_steps=config.save_summary_steps,
-        config=config.session_config,
-        max_wait_secs=config.session_creation_timeout_secs,
-        log_step_count_steps=config.log_step_count_steps,
-        save_graph_def=config.checkpoint_save_graph_def) as session:
+    with watcher or contextlib.nullcontext(), open_session() as session:
       while not session.should_stop():
         _, loss = session.run([spec.train_op, spec.loss])
         any_step_done = True
     if not any_step_done:
       _logging.warning("Training with estimator made no steps. Perhaps input is "
                        "empty or misspecified.")
-    if watcher.requested:
+    if watcher is not None and watcher.requested:
       preempted = _preemption.Preempted(self._latest_global_step(), self.latest_checkpoint())
       _logging.warning("%s Exiting with status %d.", preempted, preempted.code)
       raise preempted
