@@ -93,21 +93,6 @@ def _multi_worker_master(run_config, strategy, session_config):
 
 
 # -- input ------------------------------------------------------------------------
-class _IteratorInitializerHook(tf.compat.v1.train.SessionRunHook):
-  """Initialises a distributed iterator once the session exists."""
-
-  def __init__(self, iterator):
-    self._iterator = iterator
-
-  def begin(self):
-    # Built here, before MonitoredSession finalizes the graph.
-    self._initializer = self._iterator.initializer
-
-  def after_create_session(self, session, coord):
-    del coord
-    session.run(self._initializer)
-
-
 def _distributed_input(estimator, strategy, input_fn, mode):
   """Calls input_fn once per worker through the strategy; returns (features, labels, hooks)."""
   passes_context = "input_context" in _fn_args.fn_args(input_fn)
@@ -142,7 +127,7 @@ def _distributed_input(estimator, strategy, input_fn, mode):
     features, labels = batch
   else:
     features, labels = batch, None
-  return features, labels, [_IteratorInitializerHook(iterator)]
+  return features, labels, [_inputs.IteratorInitializerHook(iterator)]
 
 
 # -- model_fn per replica ---------------------------------------------------------

@@ -8,13 +8,14 @@ from estimator_lite import _fn_args
 _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 
 
-class _DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
-  """Initialises a dataset's iterator once the session exists."""
+class IteratorInitializerHook(tf.compat.v1.train.SessionRunHook):
+  """Initialises an iterator (a dataset's or a strategy's) once the session exists."""
 
   def __init__(self, iterator):
     self._iterator = iterator
 
   def begin(self):
+    # Built here, before MonitoredSession finalizes the graph.
     self._initializer = self._iterator.initializer
 
   def after_create_session(self, session, coord):
@@ -93,7 +94,7 @@ def dataset_iterator(result, why):
         f"{type(result).__name__}: {result!r}. Wrap the tensors in "
         "tf.data.Dataset.from_tensor_slices(...) or from_generator(...).")
   iterator = tf.compat.v1.data.make_initializable_iterator(result)
-  return iterator, _DatasetInitializerHook(iterator)
+  return iterator, IteratorInitializerHook(iterator)
 
 
 def parse_input_fn_result(result):
