@@ -166,3 +166,20 @@ def run_python(tmp_path):
         [sys.executable, str(script), *map(str, args)], cwd=str(tmp_path),
         env=child_env, capture_output=True, text=True, timeout=timeout, check=False)
   return run
+
+
+def _communicate_or_kill(proc, timeout):
+  """Waits for `proc` and returns its output; kills it if the wait fails or times out."""
+  try:
+    output, _ = proc.communicate(timeout=timeout)
+    return output
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+      proc.communicate()
+
+
+@pytest.fixture
+def communicate_or_kill():
+  """Returns `finish(proc, timeout) -> output`: wait for a Popen, never leave it running."""
+  return _communicate_or_kill

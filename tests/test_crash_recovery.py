@@ -132,7 +132,7 @@ def _check_index_is_complete(model_dir):
   return int(tf.train.load_checkpoint(str(model_dir)).get_tensor("global_step"))
 
 
-def test_sigkill_at_random_moments_never_loses_a_saved_checkpoint(tmp_path):
+def test_sigkill_at_random_moments_never_loses_a_saved_checkpoint(tmp_path, communicate_or_kill):
   (tmp_path / "train.py").write_text(_PROGRAM)
   rng = random.Random(1234)
   progress = tmp_path / "progress"
@@ -175,12 +175,7 @@ def test_sigkill_at_random_moments_never_loses_a_saved_checkpoint(tmp_path):
   # Finish: a normal run reaches max_steps from wherever the kills left it.
   final_target = _check_index_is_complete(tmp_path / "model") + 25
   proc = _start(tmp_path, final_target)
-  try:
-    output, _ = proc.communicate(timeout=180)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-      proc.communicate()
+  output = communicate_or_kill(proc, timeout=180)
   assert proc.returncode == 0, output[-3000:]
   assert f"FINISHED {final_target}" in output
   assert _check_index_is_complete(tmp_path / "model") == final_target

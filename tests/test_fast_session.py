@@ -16,6 +16,7 @@ def graph_and_sessions():
   with graph.as_default():
     counter = _v1.get_variable("counter", [], tf.int64, initializer=_v1.zeros_initializer())
     increment = _v1.assign_add(counter, 1)
+    read = counter.read_value()
     x = _v1.placeholder_with_default(tf.constant(2.0), [], name="x")
     doubled = tf.identity(2.0 * x, name="doubled")
     bad = tf.debugging.check_numerics(tf.math.log(x - 2.0), "log of x - 2")
@@ -24,8 +25,8 @@ def graph_and_sessions():
     plain.run(_v1.global_variables_initializer())
   graph.finalize()
   fast = _fast_session.FastSession(plain)
-  yield dict(graph=graph, counter=counter, increment=increment, x=x, doubled=doubled, bad=bad,
-             saver=saver, plain=plain, fast=fast)
+  yield dict(graph=graph, counter=counter, read=read, increment=increment, x=x,
+             doubled=doubled, bad=bad, saver=saver, plain=plain, fast=fast)
   plain.close()
 
 
@@ -34,8 +35,9 @@ def test_results_errors_options_and_feeds_match_session_run(graph_and_sessions, 
   fast, plain = g["fast"], g["plain"]
   structures = [
       g["doubled"],
-      [g["doubled"], g["counter"]],
-      {"caller": [g["counter"], g["doubled"]], "hook": (g["doubled"], g["counter"])},
+      g["counter"],  # a Variable: left to Session.run's own fetch handling
+      [g["doubled"], g["read"]],
+      {"caller": [g["read"], g["doubled"]], "hook": (g["doubled"], g["read"])},
       Pair(a=g["doubled"], b={"nested": [g["doubled"]]}),
       "doubled:0",
       g["increment"].op,
@@ -46,7 +48,15 @@ def test_results_errors_options_and_feeds_match_session_run(graph_and_sessions, 
       got = fast.run(fetches)
       assert type(got) is type(expected)
       assert got == expected
+      flat_got = tf.nest.flatten(got, expand_composites=False)
+      assert [type(v) for v in flat_got] == [type(v) for v in tf.nest.flatten(expected)]
   assert plain.run(g["counter"]) == 6  # each run of the increment op ran it once
+  # Tensors, operations and their names ran as compiled C++ callables; the
+  # Variable through Session.run's fetch handling.
+  compiled = {type(step.fetches).__name__ if not isinstance(step.fetches, str) else "name":
+              step.compiled for step in fast._steps.values()}  # pylint: disable=protected-access
+  assert compiled == {"SymbolicTensor": True, "ResourceVariable": False, "list": True,
+                      "dict": True, "Pair": True, "name": True, "Operation": True}
   # A fresh string naming a tensor (as some hooks build each step) is found by value.
   assert fast.run("".join(["doub", "led:0"])) == 4.0
 

@@ -72,7 +72,7 @@ def _wait_for_step(progress, proc, at_least, timeout):
   raise AssertionError(f"trainer did not reach step {at_least} in {timeout} s")
 
 
-def test_sigterm_saves_current_step_and_restart_resumes(tmp_path):
+def test_sigterm_saves_current_step_and_restart_resumes(tmp_path, communicate_or_kill):
   model_dir, progress = tmp_path / "model", tmp_path / "progress"
   proc = _run([model_dir, progress, 100000], tmp_path)
   try:
@@ -94,12 +94,7 @@ def test_sigterm_saves_current_step_and_restart_resumes(tmp_path):
   assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"model.ckpt-{saved_step}")
 
   restart = _run([model_dir, progress, saved_step + 5], tmp_path)
-  try:
-    output, _ = restart.communicate(timeout=120)
-  finally:
-    if restart.poll() is None:
-      restart.kill()
-      restart.communicate()
+  output = communicate_or_kill(restart, timeout=120)
   assert restart.returncode == 0, output[-3000:]
   assert f"Restoring parameters from {model_dir}/model.ckpt-{saved_step}" in output
   assert f"FINISHED {saved_step + 5}" in output
