@@ -135,6 +135,9 @@ def markdown(data):
       what = r.get("label") or r.get("system")
       out.append(f"- {what} {r.get('model', '')}: `{r['error'].splitlines()[-1][:200]}`")
     out.append("")
+  if data.get("step_costs"):
+    out += ["### Step cost, layer by layer (benchmarks/step_costs.py, linear model, this run)",
+            "", "```", data["step_costs"], "```", ""]
   if data.get("profile"):
     out += ["### cProfile, estimator_lite on the linear model (this run)", "", "```",
             data["profile"], "```", ""]
@@ -185,10 +188,28 @@ def _distributed_md(data, labels):
          f"{data['settings']['dist_runs']} run(s).", "",
          "| system | " + " | ".join(f"chief + {w} worker{'s' * (w > 1)}" for w in worker_counts)
          + " |", "|---" * (len(worker_counts) + 1) + "|"]
+  floor = {}
+  for result in data.get("grpc_floor", []):
+    floor.setdefault(result["system"], []).append(result.get("steps_per_sec"))
+  if floor:
+    out[-2] += " bare Session.run over gRPC, no hooks (this TF) |"
+    out[-1] += "---|"
   for system in systems:
-    out.append(f"| {labels.get(system, system)} | " + " | ".join(
-        _fmt(stats.get((system, w)), "{:.0f}", with_range=True) for w in worker_counts) + " |")
+    row = f"| {labels.get(system, system)} | " + " | ".join(
+        _fmt(stats.get((system, w)), "{:.0f}", with_range=True) for w in worker_counts) + " |"
+    if floor:
+      row += f" {_fmt(_stats(floor.get(system, [])), '{:.0f}', with_range=True)} |"
+    out.append(row)
+  if floor:
+    out += ["", "The last column is the TensorFlow floor for each system: one process with an "
+            "in-process ps and worker server, `Session.run(train_op)` in a loop "
+            "(workloads/grpc_floor.py)."]
   return out + [""]
+
+
+_SHORT = {"tf_estimator": "tf.estimator\n2.15", "estimator_lite": "estimator\n_lite",
+          "estimator_lite_k100": "estimator\n_lite\nK=100", "bare": "bare\nSession\n.run",
+          "in_graph": "in-graph\nloop\nK=100"}
 
 
 def chart(data, path):
@@ -208,7 +229,7 @@ def chart(data, path):
       for (system, workers), s in sorted(dist.items(), key=lambda kv: (kv[0][1], kv[0][0] != "tf_estimator")):
         if s is None:
           continue
-        names.append(f"{'tf.est 2.15' if system == 'tf_estimator' else 'lite'}\n+{workers}w")
+        names.append(f"{'tf.estimator' if system == 'tf_estimator' else 'lite'}\n+{workers} w")
         meds.append(s["median"])
         errs[0].append(s["median"] - s["min"])
         errs[1].append(s["max"] - s["median"])
@@ -220,8 +241,7 @@ def chart(data, path):
         s = agg.get(panel, {}).get(key, {}).get("steps_per_sec")
         if s is None:
           continue
-        names.append(label.replace(" K=100", "\nK=100").replace(" 2.15", "\n2.15")
-                     .replace(" Session.run", "\nSession.run").replace(" loop", "\nloop"))
+        names.append(_SHORT.get(key, label))
         meds.append(s["median"])
         errs[0].append(s["median"] - s["min"])
         errs[1].append(s["max"] - s["median"])
@@ -236,8 +256,9 @@ def chart(data, path):
     ax.set_xticklabels(names, fontsize=7)
     ax.set_title(title, fontsize=10)
     ax.margins(y=0.12)
-  fig.suptitle(f"estimator_lite benchmarks ({data['machine']['nproc']} CPUs, {data['date'][:10]};"
-               " median, bars = min–max)", fontsize=10)
+  fig.suptitle(f"estimator_lite benchmarks: steps/s, higher is better\n"
+               f"({data['machine']['nproc']} CPUs, {data['date'][:10]}; median of "
+               f"{data['settings']['runs']} runs, whiskers = min–max)", fontsize=10)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)

@@ -1,6 +1,6 @@
 """The benchmark: tf.estimator 2.15 vs estimator_lite vs a bare Session.run loop vs an in-graph loop.
 
-    python benchmarks/run.py            # full run (~13 min): writes benchmarks/RESULTS.md,
+    python benchmarks/run.py            # full run (~15 min): writes benchmarks/RESULTS.md,
                                         # benchmarks/results.json, benchmarks/steps_per_sec.png
     python benchmarks/run.py --quick    # one short run of everything (~4 min), to a temp dir
     python benchmarks/run.py --smoke    # seconds: the harness still works (used by a test)
@@ -55,17 +55,18 @@ MODELS = ("linear", "mlp", "wide_deep")
 # Per mode: runs per (system, model), training steps per model (multiples of
 # 100), and the evaluator/cluster settings.
 PROFILES = {
-    "full": dict(runs=5, steps={"linear": 6000, "mlp": 300, "wide_deep": 400},
-                 eval_ckpts=6, dist_runs=3, dist_secs=8.0, profile_steps=4000,
+    "full": dict(runs=5, steps={"linear": 4000, "mlp": 300, "wide_deep": 300},
+                 eval_ckpts=5, dist_runs=2, dist_secs=6.0, floor_steps=2000,
+                 profile_steps=3000,
                  models=MODELS, dist_workers=(1, 2)),
     "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
-                  eval_ckpts=3, dist_runs=1, dist_secs=4.0, profile_steps=1000,
+                  eval_ckpts=3, dist_runs=1, dist_secs=4.0, floor_steps=1000,
+                  profile_steps=1000,
                   models=MODELS, dist_workers=(1, 2)),
     "smoke": dict(runs=1, steps={"linear": 300}, eval_ckpts=0, dist_runs=0, dist_secs=0,
-                  profile_steps=0, models=("linear",), dist_workers=()),
+                  floor_steps=0, profile_steps=0, models=("linear",), dist_workers=()),
 }
 _TRAIN_TIMEOUT = 600
-_DIST_STARTUP_SECS = 10.0  # allowance for workers to import, build and connect
 
 
 def log(message):
@@ -100,6 +101,9 @@ def child_env(reference):
   env["PYTHONUNBUFFERED"] = "1"
   if reference:
     env.pop("PYTHONPATH", None)
+    # Set by estimator_lite (in a parent that imported it, e.g. pytest): the
+    # reference venv has no tf-keras, and TF 2.15's tf.keras would fail.
+    env.pop("TF_USE_LEGACY_KERAS", None)
   else:
     env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
   return env
@@ -294,12 +298,18 @@ def run_cluster(runner, system, reference, workers, measure_secs):
                     error="chief wrote no checkpoint: " + _tail(f.read()))
     worker_procs = [start("worker", i) for i in range(workers)]
     procs.extend(worker_procs)
-    # Every trainer stops at this time; the measurement is the part of it in
-    # which all of them were stepping.
+    # Once every worker has made its first step, all trainers get a deadline
+    # `measure_secs` away; the measurement is the part of that in which all
+    # of them were stepping.
+    markers = [f"{deadline_file}.started.worker{i}" for i in range(workers)]
+    wait_until = time.time() + 180
+    while (not all(os.path.exists(m) for m in markers) and time.time() < wait_until
+           and all(p[0].poll() is None for p in worker_procs)):
+      time.sleep(0.1)
     with open(deadline_file + ".tmp", "w") as f:
-      f.write(repr(time.time() + _DIST_STARTUP_SECS + measure_secs))
+      f.write(repr(time.time() + measure_secs))
     os.replace(deadline_file + ".tmp", deadline_file)
-    timeout = _DIST_STARTUP_SECS + measure_secs + 120
+    timeout = measure_secs + 120
     finished = [Runner.finish(*proc[:3], timeout=timeout) for proc in worker_procs + [chief]]
   finally:
     for proc in reversed(procs):
@@ -320,15 +330,37 @@ def run_cluster(runner, system, reference, workers, measure_secs):
               local_steps=[t["local_steps"] for t in trainers])
 
 
+def run_grpc_floor(runner, system, reference, steps):
+  """Bare Session.run against an in-process ps with this system's TensorFlow."""
+  started = runner.start("grpc_floor.py", ["--steps", str(steps)], reference,
+                         f"grpc_floor_{system}")
+  result, error = Runner.finish(*started[:3], timeout=_TRAIN_TIMEOUT)
+  return dict(system=system, error=error,
+              steps_per_sec=result["steps_per_sec"] if result else None,
+              tf_version=result["tf_version"] if result else None)
+
+
+def _run_script(python, reference, script, args):
+  proc = subprocess.run([python, os.path.join(HERE, script), *args], capture_output=True,
+                        text=True, env=child_env(reference), cwd=REPO, timeout=_TRAIN_TIMEOUT,
+                        check=False)
+  if proc.returncode != 0:
+    return f"{script} failed (exit {proc.returncode}):\n{_tail(proc.stdout + proc.stderr)}"
+  return proc.stdout.strip()
+
+
 def run_profile(runner, steps):
   """cProfile of estimator_lite on the linear model (profile_linear.py's report)."""
-  proc = subprocess.run(
-      [runner.python, os.path.join(HERE, "profile_linear.py"), "--steps", str(steps),
-       "--top", "22"], capture_output=True, text=True, env=child_env(False), cwd=REPO,
-      timeout=_TRAIN_TIMEOUT, check=False)
-  if proc.returncode != 0:
-    return f"profile failed (exit {proc.returncode}):\n{_tail(proc.stdout + proc.stderr)}"
-  return proc.stdout.strip()
+  return _run_script(runner.python, False, "profile_linear.py",
+                     ["--steps", str(steps), "--top", "22"])
+
+
+def run_step_costs(runner, steps):
+  """step_costs.py's layer-by-layer step times, for each TensorFlow."""
+  out = [_run_script(runner.python, False, "step_costs.py", ["--steps", str(steps)])]
+  if runner.ref_python:
+    out.append(_run_script(runner.ref_python, True, "step_costs.py", ["--steps", str(steps)]))
+  return "\n\n".join(out)
 
 
 # -- machine -------------------------------------------------------------------
@@ -375,6 +407,11 @@ def main(argv=None):
                     help="seconds: linear model only, no cluster/evaluator/profile")
   parser.add_argument("--runs", type=int, help="runs per (system, model); default 5 (full)")
   parser.add_argument("--no-ref", action="store_true", help="skip tf.estimator 2.15")
+  parser.add_argument("--parts", default="train,evaluator,distributed,profile",
+                      help="comma-separated subset of train,evaluator,distributed,profile")
+  parser.add_argument("--models", help="comma-separated subset of " + ",".join(MODELS))
+  parser.add_argument("--dist-workers", help="comma-separated worker counts for the ps "
+                      "cluster runs (default 1,2)")
   parser.add_argument("--results-dir",
                       help="where RESULTS.md, results.json and steps_per_sec.png go; "
                       "default benchmarks/ for a full run, a temporary directory otherwise")
@@ -385,6 +422,11 @@ def main(argv=None):
   settings = dict(PROFILES[mode_name])
   if args.runs:
     settings["runs"] = args.runs
+  if args.models:
+    settings["models"] = tuple(m for m in MODELS if m in args.models.split(","))
+  parts = set(args.parts.split(","))
+  if args.dist_workers:
+    settings["dist_workers"] = tuple(int(w) for w in args.dist_workers.split(","))
   results_dir = args.results_dir or (HERE if mode_name == "full" else
                                      tempfile.mkdtemp(prefix="estimator_lite_bench_"))
   os.makedirs(results_dir, exist_ok=True)
@@ -412,10 +454,12 @@ def main(argv=None):
               models=list(settings["models"]))
   try:
     log("training runs (steps/s, time to first step, train(), checkpoint save, export)")
-    train_fn = run_training_smoke if args.smoke else run_training
-    data["train"] = train_fn(runner, settings, systems)
+    data["train"] = []
+    if "train" in parts:
+      train_fn = run_training_smoke if args.smoke else run_training
+      data["train"] = train_fn(runner, settings, systems)
     data["evaluator"] = []
-    if settings["eval_ckpts"]:
+    if settings["eval_ckpts"] and "evaluator" in parts:
       log("evaluator latency (checkpoint written -> eval events written)")
       for key, _, system, _, reference in systems:
         if key in ("tf_estimator", "estimator_lite"):
@@ -423,7 +467,7 @@ def main(argv=None):
           log(f"  {system}: {result['error'] or [round(l, 3) for _, l in result['latencies']]}")
           data["evaluator"].append(result)
     data["distributed"] = []
-    for run in range(settings["dist_runs"]):
+    for run in range(settings["dist_runs"] if "distributed" in parts else 0):
       for workers in settings["dist_workers"]:
         for key, _, system, _, reference in systems:
           if key in ("tf_estimator", "estimator_lite"):
@@ -432,9 +476,18 @@ def main(argv=None):
             result["run"] = run
             log(f"  {result['error'] or round(result['global_steps_per_sec'], 1)}")
             data["distributed"].append(result)
-    if settings["profile_steps"]:
+    measure_floor = "distributed" in parts and settings["dist_runs"]
+    for key, _, system, _, reference in systems:
+      if key in ("tf_estimator", "estimator_lite") and measure_floor:
+        result = run_grpc_floor(runner, system, reference, settings["floor_steps"])
+        log(f"bare Session.run over gRPC, {system}'s TensorFlow: "
+            f"{result['error'] or round(result['steps_per_sec'], 1)}")
+        data.setdefault("grpc_floor", []).append(result)
+    if settings["profile_steps"] and "profile" in parts:
       log("cProfile of estimator_lite, linear model")
       data["profile"] = run_profile(runner, settings["profile_steps"])
+      log("step costs, layer by layer")
+      data["step_costs"] = run_step_costs(runner, settings["profile_steps"] // 2)
   finally:
     if not args.keep_work_dir:
       shutil.rmtree(work_dir, ignore_errors=True)

@@ -48,6 +48,11 @@ _train = tf.compat.v1.train
 _MAX_CALLABLES = 64
 
 
+# Types already seen as leaves (tensors, operations, ...): most of what is
+# fetched, so they are recognised first, with one set lookup.
+_LEAF_TYPES = set()
+
+
 def _fetch_key(fetches):
   """A hashable key naming the fetch structure and the objects fetched.
 
@@ -56,13 +61,20 @@ def _fetch_key(fetches):
   structure alive, so an identity cannot be reused by another object.
   """
   kind = type(fetches)
+  if kind in _LEAF_TYPES:
+    return id(fetches)
+  if kind is dict or (kind is not str and not isinstance(fetches, tuple) and
+                      isinstance(fetches, collections.abc.Mapping)):
+    # (Leaves are keyed inline: this runs for every step's fetches.)
+    return (kind,) + tuple([
+        (k if type(k) is str else id(k),  # pylint: disable=unidiomatic-typecheck
+         id(v) if type(v) in _LEAF_TYPES else _fetch_key(v)) for k, v in fetches.items()])
+  if kind is list or isinstance(fetches, tuple):
+    return (kind,) + tuple([id(f) if type(f) in _LEAF_TYPES else _fetch_key(f)
+                            for f in fetches])
   if kind is str:
     return fetches
-  if kind is list or kind is tuple or isinstance(fetches, tuple):
-    return (kind,) + tuple(_fetch_key(f) for f in fetches)
-  if isinstance(fetches, collections.abc.Mapping):
-    return (kind,) + tuple((k if type(k) is str else id(k), _fetch_key(v))  # pylint: disable=unidiomatic-typecheck
-                           for k, v in fetches.items())
+  _LEAF_TYPES.add(kind)
   return id(fetches)
 
 

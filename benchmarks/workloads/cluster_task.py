@@ -6,8 +6,9 @@
 Runs `train_and_evaluate` with TF_CONFIG on the linear model (variables on
 the ps through replica_device_setter, asynchronous updates), workers without
 their staggered start (RunConfig(experimental_max_worker_delay_secs=0), on
-both systems). Every trainer stops at the wall-clock deadline (a Unix time)
-that run.py writes into `--deadline-file` once all tasks are started; it
+both systems). Each trainer creates `DEADLINE_FILE.started.TASK` after its
+first step; once all have, run.py writes a wall-clock deadline (a Unix time)
+into `--deadline-file`, and every trainer stops at it. Each
 records when its first and last steps finished, and the chief also records
 (wall time, global step) after every Session.run: run.py measures global
 steps/s on the chief over the interval in which every trainer was stepping.
@@ -36,8 +37,9 @@ _POLL_SECS = 0.25
 class _DeadlineHook(_v1.train.SessionRunHook):
   """Stops at the deadline in a file; records step times (and, on the chief, the global step)."""
 
-  def __init__(self, deadline_file, record_global_step):
+  def __init__(self, deadline_file, task, record_global_step):
     self._deadline_file = deadline_file
+    self._task = task
     self._deadline = float("inf")
     self._next_poll = 0.0
     self._record_global_step = record_global_step
@@ -58,6 +60,8 @@ class _DeadlineHook(_v1.train.SessionRunHook):
     now = time.time()
     if self.first_wall is None:
       self.first_wall = now
+      with open(f"{self._deadline_file}.started.{self._task}", "w"):
+        pass
     self.last_wall = now
     self.local_steps += 1
     if self._record_global_step:
@@ -82,13 +86,15 @@ def main():
   parser.add_argument("--out", required=True)
   args = parser.parse_args()
   os.environ["TF_CONFIG"] = args.tf_config
-  task_type = json.loads(args.tf_config)["task"]["type"]
+  task = json.loads(args.tf_config)["task"]
+  task_type = task["type"]
   model = models.MODELS["linear"]
   api = load_api(args.system)
   estimator = api.Estimator(
       models.make_model_fn(model, api), model_dir=args.model_dir,
       config=api.RunConfig(tf_random_seed=1, experimental_max_worker_delay_secs=0))
-  hook = _DeadlineHook(args.deadline_file, record_global_step=task_type == "chief")
+  hook = _DeadlineHook(args.deadline_file, f"{task_type}{task['index']}",
+                       record_global_step=task_type == "chief")
   input_fn = models.make_input_fn(model)
   api.train_and_evaluate(estimator, api.TrainSpec(input_fn, hooks=[hook]),
                          api.EvalSpec(input_fn, steps=1))

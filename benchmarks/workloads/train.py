@@ -8,6 +8,8 @@ SYSTEM:
   estimator_lite  estimator_lite (current venv; the repository on PYTHONPATH);
   bare            a tf.compat.v1.Session.run(train_op) loop over the same graph;
   in_graph        the same graph inside a tf.while_loop of K steps per Session.run.
+The bare loops use the Estimators' default session config (tf.estimator's:
+soft placement, one Grappler pass), so only the loop around the graph differs.
 
 Both Estimators run with their default RunConfig (plus tf_random_seed and, for
 estimator_lite, steps_per_loop=K), the default hooks, summaries every 100 steps
@@ -80,9 +82,12 @@ def steady_steps_per_sec(times, steps_per_call):
 
 
 def load_api(system):
+  """tf.estimator, or estimator_lite (with undo_fixes applied, for before/after runs)."""
   if system == "tf_estimator":
     return tf.estimator
   import estimator_lite  # pylint: disable=g-import-not-at-top
+  import undo_fixes  # pylint: disable=g-import-not-at-top
+  undo_fixes.apply()
   return estimator_lite
 
 
@@ -118,6 +123,15 @@ def run_estimator(system, model, steps, steps_per_loop, model_dir, export):
   return result
 
 
+def estimator_session_config():
+  """tf.estimator's (and estimator_lite's) default ConfigProto for a local run."""
+  from tensorflow.core.protobuf import rewriter_config_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return _v1.ConfigProto(
+      allow_soft_placement=True,
+      graph_options=_v1.GraphOptions(rewrite_options=rewriter_config_pb2.RewriterConfig(
+          meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)))
+
+
 def _lift_variables(next_creator, **kwargs):
   # The loop body is a function graph; variables belong in the outer graph.
   with tf.init_scope():
@@ -146,7 +160,7 @@ def run_bare(model, steps, steps_per_loop, model_dir):
       op = _v1.while_loop(lambda i: i < steps_per_loop, body, [tf.constant(0)],
                           parallel_iterations=1)
     saver = _v1.train.Saver(sharded=True)
-    with _v1.Session() as session:
+    with _v1.Session(config=estimator_session_config()) as session:
       session.run(_v1.global_variables_initializer())
       session.run(iterator.initializer)
       for _ in range(steps // steps_per_loop):
@@ -172,6 +186,7 @@ def run(system, model_name, steps, steps_per_loop=1, model_dir=None, export=Fals
   """Runs one system on one model; returns the figures as a dict."""
   model = models.MODELS[model_name]
   model_dir = model_dir or tempfile.mkdtemp(prefix=f"bench_{system}_{model_name}_")
+  os.makedirs(model_dir, exist_ok=True)
   if system in ("tf_estimator", "estimator_lite"):
     result = run_estimator(system, model, steps, steps_per_loop, model_dir, export)
   elif system == "bare":
