@@ -181,11 +181,11 @@ def _distributed_md(data, labels):
   systems = [s for s in ("tf_estimator", "estimator_lite") if any(k[0] == s for k in stats)]
   out = ["### Asynchronous ps training (global steps/s)", "",
          "1 ps + 1 chief + N workers on this machine over gRPC, linear model, "
-         "train_and_evaluate with TF_CONFIG, workers without the staggered start; workers "
-         "are started once the chief has initialised. Global steps/s read on the chief over the "
-         f"interval in which every trainer was stepping (about "
-         f"{data['settings']['dist_secs']:.0f} s); median [min–max] of "
-         f"{data['settings']['dist_runs']} run(s).", "",
+         "train_and_evaluate with TF_CONFIG, workers without the staggered start. Workers "
+         "join one at a time, the first once the chief has initialised; with N workers "
+         "stepping, the global step is read on the chief for about "
+         f"{data['settings']['dist_secs']:.0f} s (until the next worker is launched, or the "
+         f"end). Median [min–max] of {data['settings']['dist_runs']} cluster run(s).", "",
          "| system | " + " | ".join(f"chief + {w} worker{'s' * (w > 1)}" for w in worker_counts)
          + " |", "|---" * (len(worker_counts) + 1) + "|"]
   floor = {}

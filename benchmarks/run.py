@@ -55,16 +55,16 @@ MODELS = ("linear", "mlp", "wide_deep")
 # Per mode: runs per (system, model), training steps per model (multiples of
 # 100), and the evaluator/cluster settings.
 PROFILES = {
-    "full": dict(runs=5, steps={"linear": 4000, "mlp": 300, "wide_deep": 300},
-                 eval_ckpts=5, dist_runs=2, dist_secs=6.0, floor_steps=2000,
-                 profile_steps=3000,
-                 models=MODELS, dist_workers=(1, 2)),
+    "full": dict(runs=5, steps={"linear": 3000, "mlp": 300, "wide_deep": 300},
+                 eval_ckpts=5, dist_runs=3, dist_secs=6.0, floor_steps=2000,
+                 profile_steps=2000,
+                 models=MODELS, dist_workers=2),
     "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
                   eval_ckpts=3, dist_runs=1, dist_secs=4.0, floor_steps=1000,
                   profile_steps=1000,
-                  models=MODELS, dist_workers=(1, 2)),
+                  models=MODELS, dist_workers=2),
     "smoke": dict(runs=1, steps={"linear": 300}, eval_ckpts=0, dist_runs=0, dist_secs=0,
-                  floor_steps=0, profile_steps=0, models=("linear",), dist_workers=()),
+                  floor_steps=0, profile_steps=0, models=("linear",), dist_workers=0),
 }
 _TRAIN_TIMEOUT = 600
 
@@ -264,12 +264,37 @@ def run_evaluator_latency(runner, system, reference, checkpoints):
               evaluated_steps=[s for s, _ in evaluated["eval_events"]])
 
 
-def run_cluster(runner, system, reference, workers, measure_secs):
-  """ps + chief + `workers` workers, async; returns global steps/s on the chief."""
+def _wait_for(path, procs, timeout=180):
+  """Waits until `path` exists (False if a process ended or time ran out first)."""
+  wait_until = time.time() + timeout
+  while not os.path.exists(path):
+    if time.time() > wait_until or any(p[0].poll() is not None for p in procs):
+      return False
+    time.sleep(0.1)
+  return True
+
+
+def _global_rate(samples, start, end):
+  """Global steps/s from the chief's (time, global step) samples within [start, end]."""
+  inside = [(t, s) for t, s in samples if start <= t <= end]
+  if end - start < 1.0 or len(inside) < 2:
+    return None, f"the trainers stepped together for only {end - start:.1f} s"
+  (t0, s0), (t1, s1) = inside[0], inside[-1]
+  return (s1 - s0) / (t1 - t0), None
+
+
+def run_cluster(runner, system, reference, max_workers, measure_secs):
+  """ps + chief, then workers added one at a time: global steps/s with 1..N workers.
+
+  One cluster serves every worker count: with k workers stepping, the chief's
+  global step is measured for `measure_secs`, then worker k+1 is started (the
+  phase ends at its launch, before its start-up takes CPU from the others).
+  Returns one result per worker count.
+  """
   ports = {"ps": [free_port()], "chief": [free_port()],
-           "worker": [free_port() for _ in range(workers)]}
+           "worker": [free_port() for _ in range(max_workers)]}
   cluster = {job: [f"localhost:{p}" for p in job_ports] for job, job_ports in ports.items()}
-  model_dir = tempfile.mkdtemp(prefix=f"dist_{system}_{workers}w_", dir=runner.work_dir)
+  model_dir = tempfile.mkdtemp(prefix=f"dist_{system}_", dir=runner.work_dir)
   deadline_file = os.path.join(model_dir + "_deadline")
 
   def start(task_type, index):
@@ -277,9 +302,13 @@ def run_cluster(runner, system, reference, workers, measure_secs):
     return runner.start("cluster_task.py", ["--system", system, "--tf-config", tf_config,
                                             "--model-dir", model_dir,
                                             "--deadline-file", deadline_file],
-                        reference, f"{task_type}{index}_{system}_{workers}w")
+                        reference, f"{task_type}{index}_{system}")
+
+  def failed(message):
+    return [dict(system=system, workers=w, error=message) for w in range(1, max_workers + 1)]
 
   procs = []
+  phases = []  # (workers, start marker, end time)
   try:
     procs.append(start("ps", 0))
     chief = start("chief", 0)
@@ -287,47 +316,47 @@ def run_cluster(runner, system, reference, workers, measure_secs):
     # Workers start once the chief has initialised the variables (its first
     # checkpoint): tf.estimator's worker would otherwise recheck only every
     # 30 s, which says nothing about steps/s.
-    index = os.path.join(model_dir, "checkpoint")
-    wait_until = time.time() + 180
-    while not os.path.exists(index) and time.time() < wait_until and chief[0].poll() is None:
-      time.sleep(0.1)
-    if not os.path.exists(index):
+    if not _wait_for(os.path.join(model_dir, "checkpoint"), procs):
       stop(chief[0])
       with open(chief[2]) as f:
-        return dict(system=system, workers=workers,
-                    error="chief wrote no checkpoint: " + _tail(f.read()))
-    worker_procs = [start("worker", i) for i in range(workers)]
-    procs.extend(worker_procs)
-    # Once every worker has made its first step, all trainers get a deadline
-    # `measure_secs` away; the measurement is the part of that in which all
-    # of them were stepping.
-    markers = [f"{deadline_file}.started.worker{i}" for i in range(workers)]
-    wait_until = time.time() + 180
-    while (not all(os.path.exists(m) for m in markers) and time.time() < wait_until
-           and all(p[0].poll() is None for p in worker_procs)):
-      time.sleep(0.1)
+        return failed("chief wrote no checkpoint: " + _tail(f.read()))
+    workers = []
+    for index in range(max_workers):
+      if index:
+        phases[-1] = phases[-1][:2] + (time.time(),)
+      workers.append(start("worker", index))
+      procs.append(workers[-1])
+      marker = f"{deadline_file}.started.worker{index}"
+      if not _wait_for(marker, procs):
+        break
+      phases.append((index + 1, os.path.getmtime(marker), None))
+      if index + 1 < max_workers:
+        time.sleep(measure_secs)
+    # Every trainer stops at the deadline.
     with open(deadline_file + ".tmp", "w") as f:
       f.write(repr(time.time() + measure_secs))
     os.replace(deadline_file + ".tmp", deadline_file)
-    timeout = measure_secs + 120
-    finished = [Runner.finish(*proc[:3], timeout=timeout) for proc in worker_procs + [chief]]
+    finished = [Runner.finish(*proc[:3], timeout=measure_secs + 120)
+                for proc in workers + [chief]]
   finally:
     for proc in reversed(procs):
       stop(proc[0])
   errors = [e for _, e in finished if e]
   if errors:
-    return dict(system=system, workers=workers, error=errors[0])
+    return failed(errors[0])
   trainers = [r for r, _ in finished]
-  start_all = max(t["first_wall"] for t in trainers)
+  chief_result = trainers[-1]
   end_all = min(t["last_wall"] for t in trainers)
-  samples = [(t, s) for t, s in trainers[-1]["samples"] if start_all <= t <= end_all]
-  if end_all - start_all < 1.0 or len(samples) < 2:
-    return dict(system=system, workers=workers,
-                error=f"the trainers stepped together for only {end_all - start_all:.1f} s")
-  (t0, s0), (t1, s1) = samples[0], samples[-1]
-  return dict(system=system, workers=workers, error=None,
-              global_steps_per_sec=(s1 - s0) / (t1 - t0), window_s=t1 - t0,
-              local_steps=[t["local_steps"] for t in trainers])
+  results = []
+  for workers_stepping, phase_start, phase_end in phases:
+    # The phase starts when its newest worker has made its first step.
+    start_all = max([phase_start, chief_result["first_wall"]] +
+                    [t["first_wall"] for t in trainers[:workers_stepping]])
+    rate, error = _global_rate(chief_result["samples"], start_all, phase_end or end_all)
+    results.append(dict(system=system, workers=workers_stepping, error=error,
+                        global_steps_per_sec=rate,
+                        window_s=(phase_end or end_all) - start_all))
+  return results + failed("worker did not start")[len(results):]
 
 
 def run_grpc_floor(runner, system, reference, steps):
@@ -410,8 +439,8 @@ def main(argv=None):
   parser.add_argument("--parts", default="train,evaluator,distributed,profile",
                       help="comma-separated subset of train,evaluator,distributed,profile")
   parser.add_argument("--models", help="comma-separated subset of " + ",".join(MODELS))
-  parser.add_argument("--dist-workers", help="comma-separated worker counts for the ps "
-                      "cluster runs (default 1,2)")
+  parser.add_argument("--dist-workers", type=int,
+                      help="measure ps clusters with 1 .. this many workers (default 2)")
   parser.add_argument("--results-dir",
                       help="where RESULTS.md, results.json and steps_per_sec.png go; "
                       "default benchmarks/ for a full run, a temporary directory otherwise")
@@ -425,8 +454,8 @@ def main(argv=None):
   if args.models:
     settings["models"] = tuple(m for m in MODELS if m in args.models.split(","))
   parts = set(args.parts.split(","))
-  if args.dist_workers:
-    settings["dist_workers"] = tuple(int(w) for w in args.dist_workers.split(","))
+  if args.dist_workers is not None:
+    settings["dist_workers"] = args.dist_workers
   results_dir = args.results_dir or (HERE if mode_name == "full" else
                                      tempfile.mkdtemp(prefix="estimator_lite_bench_"))
   os.makedirs(results_dir, exist_ok=True)
@@ -468,13 +497,15 @@ def main(argv=None):
           data["evaluator"].append(result)
     data["distributed"] = []
     for run in range(settings["dist_runs"] if "distributed" in parts else 0):
-      for workers in settings["dist_workers"]:
-        for key, _, system, _, reference in systems:
-          if key in ("tf_estimator", "estimator_lite"):
-            log(f"async ps training: {system}, chief + {workers} worker(s), run {run + 1}")
-            result = run_cluster(runner, system, reference, workers, settings["dist_secs"])
+      for key, _, system, _, reference in systems:
+        if key in ("tf_estimator", "estimator_lite") and settings["dist_workers"]:
+          log(f"async ps training: {system}, chief + 1..{settings['dist_workers']} "
+              f"worker(s), run {run + 1}")
+          for result in run_cluster(runner, system, reference, settings["dist_workers"],
+                                    settings["dist_secs"]):
             result["run"] = run
-            log(f"  {result['error'] or round(result['global_steps_per_sec'], 1)}")
+            log(f"  {result['workers']} worker(s): "
+                f"{result['error'] or round(result['global_steps_per_sec'], 1)}")
             data["distributed"].append(result)
     measure_floor = "distributed" in parts and settings["dist_runs"]
     for key, _, system, _, reference in systems:
