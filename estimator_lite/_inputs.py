@@ -4,6 +4,7 @@ import collections.abc
 import tensorflow as tf
 
 from estimator_lite import _fn_args
+from estimator_lite.mode_keys import ModeKeys
 
 _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 
@@ -23,10 +24,21 @@ class IteratorInitializerHook(tf.compat.v1.train.SessionRunHook):
     session.run(self._initializer)
 
 
-def input_context_for(config):
-  """The tf.distribute.InputContext for this process: one input pipeline per worker."""
-  num_pipelines = max(1, config.num_worker_replicas or 1)
-  pipeline_id = config.global_id_in_cluster or 0
+def input_context_for(config, mode=ModeKeys.TRAIN):
+  """The tf.distribute.InputContext input_fn receives in this process.
+
+  Training: one input pipeline per training task (chief or master, then the
+  workers), numbered by `global_id_in_cluster`, so with
+  `dataset.shard(num_input_pipelines, input_pipeline_id)` each task reads a
+  disjoint part. Evaluation and prediction run in a single process (the
+  evaluator, a master evaluating between saves, a user's own call), which
+  must see all of its input: one pipeline, id 0.
+  """
+  if mode != ModeKeys.TRAIN:
+    num_pipelines, pipeline_id = 1, 0
+  else:
+    num_pipelines = max(1, config.num_worker_replicas or 1)
+    pipeline_id = config.global_id_in_cluster or 0
   if pipeline_id >= num_pipelines:  # ps or evaluator: read everything.
     num_pipelines, pipeline_id = 1, 0
   return tf.distribute.InputContext(num_input_pipelines=num_pipelines,
@@ -59,7 +71,7 @@ def call_input_fn(input_fn, mode, params, config):
   if "config" in names:
     kwargs["config"] = config
   if "input_context" in names:
-    kwargs["input_context"] = input_context_for(config)
+    kwargs["input_context"] = input_context_for(config, mode)
   with tf.device("/cpu:0"):
     return input_fn(**kwargs)
 

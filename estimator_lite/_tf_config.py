@@ -4,6 +4,10 @@ Semantics follow tf.estimator 2.15's RunConfig, with two additions: the
 Kubeflow TFJob form (the evaluator listed inside `cluster`) is accepted and
 the evaluator is taken out of the training cluster, and every malformed
 value fails at once with a message that quotes it.
+
+Top-level keys this module does not use are ignored, as tf.estimator ignored
+them: Google Cloud AI Platform and Vertex AI add "job" (the job's own
+description) and may add more; a warning names them once per process.
 """
 import json
 
@@ -17,6 +21,13 @@ MASTER = "master"
 EVALUATOR = "evaluator"
 TASK_TYPES = (CHIEF, WORKER, PS, MASTER, EVALUATOR)
 LOCAL_MASTER = ""
+KNOWN_KEYS = ("cluster", "task", "environment", "rpc_layer", "session_master",
+              "eval_session_master")
+# Unknown top-level keys already warned about: RunConfig parses TF_CONFIG on
+# every construction (and replace()), and one warning per key is enough.
+_warned_unknown_keys = set()
+
+_logging = tf.compat.v1.logging
 
 
 class TFConfigError(ValueError):
@@ -79,14 +90,23 @@ def _check_cluster(cluster, raw):
   return cluster
 
 
-def _parse_task(task, raw, distributed):
+def _warn_unknown_keys(unknown_keys):
+  new = [key for key in unknown_keys if key not in _warned_unknown_keys]
+  if new:
+    _warned_unknown_keys.update(new)
+    _logging.warning(
+        "TF_CONFIG has key(s) %s that estimator_lite does not use; ignoring them (it "
+        "reads %s).", new, list(KNOWN_KEYS))
+
+
+def _parse_task(task, raw, distributed, hint=""):
   if not isinstance(task, dict):
     _fail(f'"task" must be an object like {{"type": "worker", "index": 0}}, got {task!r}.', raw)
   task_type = task.get("type")
   index = task.get("index")
   if distributed and not task_type:
     _fail('"cluster" is set but "task" has no "type"; every process needs its own '
-          '"task": {"type": ..., "index": ...}.', raw)
+          f'"task": {{"type": ..., "index": ...}}{hint}.', raw)
   if distributed and index is None:
     _fail(f'"task" {task!r} has no "index".', raw)
   task_type = task_type or WORKER
@@ -142,11 +162,8 @@ def parse_tf_config(raw):
     TFConfigError: (a ValueError) for any malformed value.
   """
   config = _load(raw)
-  unknown_keys = sorted(set(config) - {"cluster", "task", "environment", "rpc_layer",
-                                       "session_master", "eval_session_master"})
-  if unknown_keys:
-    _fail(f"unknown key(s) {unknown_keys}; known keys are cluster, task, environment, "
-          "rpc_layer, session_master, eval_session_master.", raw)
+  unknown_keys = sorted(set(config) - set(KNOWN_KEYS))
+  _warn_unknown_keys(unknown_keys)
   cluster = _check_cluster(config.get("cluster") or {}, raw)
   environment = config.get("environment", "local")
   if not isinstance(environment, str):
@@ -162,7 +179,11 @@ def parse_tf_config(raw):
   evaluators = cluster.get(EVALUATOR)
   if evaluators is not None and len(evaluators) > 1:
     _fail(f'"cluster" lists {len(evaluators)} evaluators; at most one is supported.', raw)
-  task_type, task_id = _parse_task(config.get("task") or {}, raw, bool(cluster))
+  # A misspelt "task" ("tasks", "Task") is ignored as an unknown key: say so
+  # if the task turns out to be missing.
+  hint = (f' (there is no "task" key, but there is {unknown_keys}: a misspelling?)'
+          if unknown_keys and "task" not in config else "")
+  task_type, task_id = _parse_task(config.get("task") or {}, raw, bool(cluster), hint)
 
   if not training_jobs:
     if cluster and task_type != EVALUATOR:

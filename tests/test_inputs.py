@@ -1,8 +1,11 @@
 """input_fn: every return form tf.estimator accepted, the arguments it may take, clear errors."""
+import json
+
 import numpy as np
 import pytest
 
 import estimator_lite as est
+from estimator_lite import _inputs
 import tensorflow as tf
 
 
@@ -136,3 +139,58 @@ def test_unsupported_return_names_what_was_returned(tmp_path, returned, error, p
   estimator = est.Estimator(_recording_model_fn({}), model_dir=str(tmp_path))
   with pytest.raises(error, match=pattern):
     estimator.train(returned, steps=1)
+
+
+class _InputFnCalled(Exception):
+  """Raised by a recording input_fn: stops Estimator.train before it needs the cluster."""
+
+
+_SHARDED_CLUSTER = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"],
+                    "ps": ["localhost:4"]}
+
+
+@pytest.mark.parametrize("task_type, task_id, expected", [
+    ("chief", 0, (3, 0)), ("worker", 0, (3, 1)), ("worker", 1, (3, 2))])
+def test_each_training_task_gets_its_own_input_pipeline(monkeypatch, tmp_path, task_type,
+                                                        task_id, expected):
+  monkeypatch.setenv("TF_CONFIG", json.dumps(
+      {"cluster": _SHARDED_CLUSTER, "task": {"type": task_type, "index": task_id}}))
+  estimator = est.Estimator(_recording_model_fn({}), model_dir=str(tmp_path))
+  received = {}
+
+  def input_fn(mode, input_context):
+    received[mode] = input_context
+    # input_fn is called while the graph is built, before any session: stop
+    # there, so this runs in-process without the cluster's servers.
+    raise _InputFnCalled()
+
+  with pytest.raises(_InputFnCalled):
+    estimator.train(input_fn, steps=1)
+  context = received[est.ModeKeys.TRAIN]
+  assert isinstance(context, tf.distribute.InputContext)
+  assert (context.num_input_pipelines, context.input_pipeline_id) == expected
+  assert context.num_replicas_in_sync == 1
+
+  # The shards the three tasks read with the documented dataset.shard(...) are
+  # disjoint and cover the data.
+  rows = tf.data.Dataset.range(9).shard(context.num_input_pipelines, context.input_pipeline_id)
+  assert [int(r) for r in rows] == list(range(expected[1], 9, 3))
+
+  # Evaluation and prediction run in this one process, which must see all of
+  # its input (a master evaluating between saves, or a user's own call).
+  with pytest.raises(_InputFnCalled):
+    estimator.evaluate(input_fn, steps=1)
+  with pytest.raises(_InputFnCalled):
+    next(estimator.predict(input_fn))
+  for mode in (est.ModeKeys.EVAL, est.ModeKeys.PREDICT):
+    assert (received[mode].num_input_pipelines, received[mode].input_pipeline_id) == (1, 0)
+
+
+@pytest.mark.parametrize("task_type", ["ps", "evaluator"])
+def test_ps_and_evaluator_read_one_whole_pipeline(monkeypatch, task_type):
+  monkeypatch.setenv("TF_CONFIG", json.dumps(
+      {"cluster": _SHARDED_CLUSTER, "task": {"type": task_type, "index": 0}}))
+  config = est.RunConfig()
+  for mode in est.ModeKeys.all():
+    context = _inputs.input_context_for(config, mode)
+    assert (context.num_input_pipelines, context.input_pipeline_id) == (1, 0)

@@ -8,6 +8,7 @@ import json
 import pytest
 
 import estimator_lite as est
+from estimator_lite import _tf_config
 
 CLUSTER = {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"], "ps": ["h3:2222"]}
 
@@ -46,8 +47,16 @@ def run_config(monkeypatch, tf_config):
      'task type "evaluator" is not supported with a "master" node'),
     ({"cluster": {"chief": ["h0:1"], "evaluator": ["h4:1", "h5:1"]},
       "task": {"type": "evaluator", "index": 0}}, "lists 2 evaluators; at most one"),
-    ({"cluster": {"chief": ["h0:1"]}, "task": {"type": "chief", "index": 0}, "tasks": {}},
-     "unknown key(s) ['tasks']"),
+    # Unknown keys are ignored, so a misspelt "task" leaves the task missing:
+    # the message names the misspelling.
+    ({"cluster": {"chief": ["h0:1"], "ps": ["h3:1"]}, "tasks": {"type": "chief", "index": 0}},
+     'there is no "task" key, but there is [\'tasks\']: a misspelling?'),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}, "environment": 3},
+     '"environment" must be a string, got 3'),
+    ({"cluster": ["h0:1"], "task": {"type": "chief", "index": 0}},
+     '"cluster" must be an object of job name to address list'),
+    ({"cluster": {"trainer": ["h0:1"]}, "task": {"type": "chief", "index": 0}},
+     "unknown job 'trainer' in \"cluster\""),
     ({"task": {"type": "ps", "index": 0}}, "task 'ps' index 0 needs a \"cluster\""),
     ({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}, "session_master": 5},
      '"session_master" must be a string, got 5'),
@@ -140,3 +149,63 @@ def test_second_evaluator_is_refused_by_train_and_evaluate(monkeypatch, tmp_path
   spec_input = lambda: ({"x": [[1.0]]}, [[1.0]])  # pylint: disable=unnecessary-lambda-assignment
   with pytest.raises(ValueError, match="only be one `evaluator` task .* Given task id 1"):
     est.train_and_evaluate(estimator, est.TrainSpec(spec_input), est.EvalSpec(spec_input))
+
+
+def test_ai_platform_tf_config_with_job_and_environment_cloud_parses(monkeypatch):
+  # What Google Cloud AI Platform Training sets on its "master" replica: a
+  # "job" key describing the job, "environment": "cloud", and extra task keys.
+  cluster = {"master": ["cmle-training-master-0:2222"],
+             "worker": ["cmle-training-worker-0:2222", "cmle-training-worker-1:2222"],
+             "ps": ["cmle-training-ps-0:2222"]}
+  job = {"scale_tier": "CUSTOM", "master_type": "standard", "worker_type": "standard",
+         "parameter_server_type": "standard", "worker_count": "2",
+         "parameter_server_count": "1", "package_uris": ["gs://bucket/trainer-0.1.tar.gz"],
+         "python_module": "trainer.task", "args": ["--model_dir", "gs://bucket/model"],
+         "region": "us-central1", "runtime_version": "2.11", "run_on_raw_vm": True,
+         "python_version": "3.7"}
+  master = run_config(monkeypatch, {
+      "cluster": cluster, "task": {"type": "master", "index": 0, "cloud": "abc", "trial": ""},
+      "job": job, "environment": "cloud"})
+  assert (master.task_type, master.task_id, master.is_chief) == ("master", 0, True)
+  assert master.master == "grpc://cmle-training-master-0:2222"
+  assert (master.num_ps_replicas, master.num_worker_replicas) == (1, 3)
+  assert master.cluster_spec.as_dict() == cluster
+  worker = run_config(monkeypatch, {
+      "cluster": cluster, "task": {"type": "worker", "index": 1, "cloud": "abc", "trial": ""},
+      "job": job, "environment": "cloud"})
+  assert (worker.task_type, worker.task_id, worker.is_chief) == ("worker", 1, False)
+  assert worker.global_id_in_cluster == 2
+
+
+def test_vertex_ai_tf_config_with_job_as_a_string_parses(monkeypatch):
+  # Vertex AI custom training: chief/worker/evaluator in "cluster", "job" as a
+  # JSON-encoded string.
+  cluster = {"chief": ["workerpool0-0:2222"], "worker": ["workerpool1-0:2222"],
+             "ps": ["workerpool2-0:2222"], "evaluator": ["workerpool3-0:2222"]}
+  job = json.dumps({"python_module": "trainer.task", "package_uris": ["gs://b/t.tar.gz"]})
+  chief = run_config(monkeypatch, {"cluster": cluster, "environment": "cloud", "job": job,
+                                   "task": {"type": "chief", "index": 0, "trial": ""}})
+  assert (chief.task_type, chief.is_chief, chief.master) == ("chief", True,
+                                                             "grpc://workerpool0-0:2222")
+  assert "evaluator" not in chief.cluster_spec.jobs
+  evaluator = run_config(monkeypatch, {"cluster": cluster, "environment": "cloud", "job": job,
+                                       "task": {"type": "evaluator", "index": 0}})
+  assert (evaluator.task_type, evaluator.cluster_spec.as_dict()) == ("evaluator", {})
+
+
+def test_unknown_top_level_keys_are_ignored_with_one_warning_naming_them(monkeypatch, tf_logs):
+  monkeypatch.setattr(_tf_config, "_warned_unknown_keys", set())
+  value = {"cluster": CLUSTER, "task": {"type": "worker", "index": 0},
+           "job": {"job_name": "j"}, "service": {"name": "s"}}
+  first = run_config(monkeypatch, value)
+  again = run_config(monkeypatch, value)  # RunConfig is often built more than once
+  assert first.cluster_spec.as_dict() == again.cluster_spec.as_dict() == CLUSTER
+  assert (first.task_type, first.master) == ("worker", "grpc://h1:2222")
+  warnings = [m for m in tf_logs.messages if "does not use" in m]
+  assert warnings == ["TF_CONFIG has key(s) ['job', 'service'] that estimator_lite does not "
+                      "use; ignoring them (it reads ['cluster', 'task', 'environment', "
+                      "'rpc_layer', 'session_master', 'eval_session_master'])."]
+  # The same as without the unknown keys.
+  plain = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": "worker", "index": 0}})
+  assert (plain.master, plain.global_id_in_cluster, plain.num_worker_replicas) == (
+      first.master, first.global_id_in_cluster, first.num_worker_replicas)

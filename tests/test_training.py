@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_lite as est
+from estimator_lite import launch
 
 
 # -- a tiny model -------------------------------------------------------------------
@@ -147,6 +148,28 @@ def test_saved_model_exporters_run_after_each_evaluation(local, tmp_path):
   # FinalExporter exported only the final checkpoint.
   assert os.listdir(latest_dir) == [os.path.basename(export_results[0])]
   assert os.listdir(final_dir) == [os.path.basename(export_results[1])]
+
+
+def test_ai_platform_master_with_job_key_trains_and_evaluates(monkeypatch, tmp_path):
+  # Google Cloud AI Platform's TF_CONFIG for a single "master" replica: a
+  # one-node cluster (trained in-process, no server), a "job" key and extra
+  # task keys that estimator_lite does not use, and "environment": "cloud".
+  port, = launch.free_ports(1)
+  monkeypatch.setenv("TF_CONFIG", json.dumps({
+      "cluster": {"master": [f"localhost:{port}"]},
+      "task": {"type": "master", "index": 0, "cloud": "q1a2b3", "trial": ""},
+      "job": {"python_module": "trainer.task", "args": ["--model_dir", str(tmp_path)],
+              "region": "us-central1", "scale_tier": "BASIC"},
+      "environment": "cloud"}))
+  estimator = estimator_for(tmp_path, save_checkpoints_steps=5)
+  assert (estimator.config.task_type, estimator.config.is_chief) == ("master", True)
+  eval_spec = est.EvalSpec(input_fn, steps=1, start_delay_secs=0, throttle_secs=0)
+
+  assert est.train_and_evaluate(estimator, est.TrainSpec(input_fn, max_steps=10),
+                                eval_spec) is None  # a cluster role, as tf.estimator
+  # The master trained to max_steps and evaluated after each save.
+  assert estimator.get_variable_value("global_step") == 10
+  assert eval_event_steps(str(tmp_path)) == [5, 10]
 
 
 # -- the evaluator task ---------------------------------------------------------------
