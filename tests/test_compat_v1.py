@@ -29,7 +29,7 @@ _V1_CANNED = [
 # tf.compat.v1.estimator.{inputs, export, experimental} in 2.15, less canned parts.
 _V1_INPUTS = ["numpy_input_fn", "pandas_input_fn"]
 _V1_EXPORT = [
-    "ClassificationOutput", "ExportOutput", "PredictOutput", "RegressionOutput",
+    "ClassificationOutput", "EvalOutput", "ExportOutput", "PredictOutput", "RegressionOutput",
     "ServingInputReceiver", "TensorServingInputReceiver",
     "build_parsing_serving_input_receiver_fn", "build_raw_serving_input_receiver_fn",
 ]
@@ -38,6 +38,16 @@ _V1_EXPERIMENTAL = [
     "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
     "stop_if_no_increase_hook",
 ]
+# tf.estimator.experimental / tf.compat.v1.estimator.experimental names that
+# estimator_lite leaves out, with the hint its error gives.
+_EXPERIMENTAL_NOT_PROVIDED = {
+    "LinearSDCA": "tf.compat.v1.train optimizer", "RNNClassifier": "builds the RNN itself",
+    "RNNEstimator": "builds the RNN itself", "KMeans": "around your clustering step",
+    "dnn_logit_fn_builder": "Compute the logits in your model_fn",
+    "linear_logit_fn_builder": "Compute the logits in your model_fn",
+    "call_logit_fn": "Call your logit function directly in model_fn",
+    "build_raw_supervised_input_receiver_fn": "build_raw_serving_input_receiver_fn",
+}
 
 
 def test_v1_module_has_tf_compat_v1_estimator_names_as_the_same_objects():
@@ -70,6 +80,21 @@ def test_top_level_offers_tf_estimator_names():
     assert hasattr(est, name), name
   for name in _V1_EXPERIMENTAL:
     assert hasattr(est.experimental, name), name
+
+
+def test_experimental_names_left_out_say_what_to_use_instead():
+  for module in (est.experimental, est.compat.v1.experimental,
+                 est.compat.v1.estimator.experimental):
+    for name, hint in _EXPERIMENTAL_NOT_PROVIDED.items():
+      # Code probing for the name with hasattr still sees it missing.
+      assert not hasattr(module, name), name
+      with pytest.raises(AttributeError) as raised:
+        getattr(module, name)
+      message = str(raised.value)
+      assert f"has no '{name}'" in message and "not part of estimator_lite" in message
+      assert hint in message, message
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+      module.NoSuchThing  # pylint: disable=pointless-statement
 
 
 def test_v1_imports_first_in_a_fresh_program(run_python):

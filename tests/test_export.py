@@ -247,3 +247,206 @@ def test_receivers_validate_their_inputs():
       est.export.ServingInputReceiver(x, x, [x])
   with pytest.raises(ValueError, match="feature_spec must be a non-empty dict"):
     est.export.build_parsing_serving_input_receiver_fn([])
+
+
+# A child that trains, then dies (os._exit: no except/finally clean-up runs, as
+# with a kill) right after TensorFlow's Builder has written the whole SavedModel
+# and before estimator_lite publishes it under its version number.
+_CRASH_MID_EXPORT_PROGRAM = """
+import os
+import sys
+
+import tensorflow as tf
+
+import estimator_lite as est
+
+tests_dir, model_dir, export_base = sys.argv[1:4]
+sys.path.insert(0, tests_dir)
+from conftest import _linear_model_fn, TRUE_W, TRUE_B  # the parent's model_fn
+
+x = tf.random.stateless_uniform([64, 2], seed=[1, 2]).numpy()
+y = x @ TRUE_W + TRUE_B
+estimator = est.Estimator(_linear_model_fn, model_dir=model_dir)
+estimator.train(lambda: tf.data.Dataset.from_tensors(({"x": x}, y)).repeat(), steps=3)
+
+real_save = tf.compat.v1.saved_model.Builder.save
+
+def save_then_crash(self, as_text=False):
+  path = real_save(self, as_text)
+  print("SAVED", os.path.dirname(os.fsdecode(path)), flush=True)  # path of saved_model.pb
+  os._exit(17)
+
+tf.compat.v1.saved_model.Builder.save = save_then_crash
+estimator.export_saved_model(export_base, est.export.build_raw_serving_input_receiver_fn(
+    {"x": tf.TensorSpec([None, 2], tf.float32)}))
+print("EXPORT RETURNED", flush=True)
+"""
+CRASH_CHILD_TIMEOUT_S = 240
+
+
+def test_crash_mid_export_leaves_no_version_for_serving(run_python, linear_model_fn, tmp_path):
+  model_dir = str(tmp_path / "model")
+  base = str(tmp_path / "export")
+  tests_dir = os.path.dirname(os.path.abspath(__file__))
+
+  child = run_python(_CRASH_MID_EXPORT_PROGRAM, tests_dir, model_dir, base,
+                     timeout=CRASH_CHILD_TIMEOUT_S)
+
+  assert child.returncode == 17, child.stdout[-2000:] + child.stderr[-4000:]
+  assert "EXPORT RETURNED" not in child.stdout
+  # The crash came after a complete SavedModel was on disk...
+  saved_to = child.stdout.split("SAVED ", 1)[1].split("\n", 1)[0]
+  assert os.path.isfile(os.path.join(saved_to, "saved_model.pb"))
+  assert os.path.isfile(os.path.join(saved_to, "variables", "variables.index"))
+  # ...yet TensorFlow Serving, which serves only numeric child directories of
+  # the base, sees no version at all: the export was never renamed into place.
+  names = os.listdir(base)
+  assert not [name for name in names if name.isdigit()], names
+  assert names == [os.path.basename(saved_to)]
+  crashed_version = int(os.path.basename(saved_to).split("-", 1)[1])
+
+  # A restarted program exports the same checkpoint: a new, higher version.
+  estimator = est.Estimator(linear_model_fn, model_dir=model_dir)
+  export_dir = estimator.export_saved_model(base, est.export.build_raw_serving_input_receiver_fn(
+      {"x": tf.TensorSpec([None, 2], tf.float32)}))
+  assert os.path.basename(export_dir).isdigit()
+  assert int(os.path.basename(export_dir)) > crashed_version
+  assert [name for name in os.listdir(base) if name.isdigit()] == [os.path.basename(export_dir)]
+  expected = [p["y"] for p in estimator.predict(_predict_input_fn)]
+  served = tf.saved_model.load(export_dir).signatures["serving_default"](x=tf.constant(ROWS))
+  np.testing.assert_allclose(served["y"].numpy(), expected, rtol=0, atol=1e-6)
+
+
+def test_bare_tensor_and_fixed_batch_receivers_export_and_serve(
+    linear_model_fn, linear_data, make_input_fn, tmp_path):
+  features_seen = []
+
+  def model_fn(features, labels, mode, params):
+    features_seen.append(features)
+    spec = linear_model_fn(features, labels, mode, params)
+    if mode != est.ModeKeys.PREDICT:
+      return spec
+    # An eval signature is not servable: the export leaves it out, as
+    # tf.estimator did, and keeps the serving one.
+    return spec.replace(export_outputs={
+        "serving_default": est.export.PredictOutput(spec.predictions),
+        "eval": est.export.EvalOutput(predictions=spec.predictions)})
+
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path / "model"))
+  estimator.train(make_input_fn(*linear_data), steps=5)
+  expected = np.stack([p["y"] for p in estimator.predict(_predict_input_fn)])
+
+  def bare_receiver_fn():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 2], name="x")
+    return est.export.TensorServingInputReceiver(x, {"x": x})
+
+  served = tf.saved_model.load(estimator.export_saved_model(
+      str(tmp_path / "bare"), bare_receiver_fn)).signatures
+  # model_fn got the tensor itself, not {'feature': tensor}.
+  assert isinstance(features_seen[-1], tf.Tensor)
+  assert set(served) == {"serving_default"}
+  np.testing.assert_allclose(served["serving_default"](x=tf.constant(ROWS))["y"].numpy(),
+                             expected, rtol=0, atol=1e-6)
+
+  raw_fn = est.export.build_raw_serving_input_receiver_fn({"x": ROWS}, default_batch_size=3)
+  parsing_fn = est.export.build_parsing_serving_input_receiver_fn(
+      {"x": tf.io.FixedLenFeature([2], tf.float32)}, default_batch_size=3)
+  for receiver_fn, key, shape, inputs in (
+      (raw_fn, "x", [3, 2], tf.constant(ROWS[:3])),
+      (parsing_fn, "examples", [3], _examples("x", ROWS[:3]))):
+    with tf.Graph().as_default():
+      assert receiver_fn().receiver_tensors[key].shape.as_list() == shape
+    export_dir = estimator.export_saved_model(str(tmp_path / key), receiver_fn)
+    serving = tf.saved_model.load(export_dir).signatures["serving_default"]
+    # The signature a server reads fixes the batch at 3 examples.
+    assert serving.structured_input_signature[1][key].shape.as_list() == shape
+    np.testing.assert_allclose(serving(**{key: inputs})["y"].numpy(), expected[:3],
+                               rtol=0, atol=1e-6)
+    assert isinstance(features_seen[-1], dict)
+
+
+def test_eval_output_builds_a_supervised_eval_signature():
+  with tf.Graph().as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 2], name="x")
+    labels = tf.compat.v1.placeholder(tf.float32, [None], name="labels")
+    y = tf.reduce_sum(x, 1)
+    loss = tf.reduce_mean(tf.square(y - labels))
+    mean = tf.compat.v1.metrics.mean(y)
+    accuracy, accuracy_update = tf.compat.v1.metrics.accuracy(labels, y)
+    output = est.export.EvalOutput(
+        loss=loss, predictions={"y": y, "predictions/twice": 2.0 * y},
+        # tf.compat.v1.metrics pairs; an update given as an Operation works too.
+        metrics={"mean": mean, "accuracy": (accuracy, accuracy_update.op)})
+
+    assert isinstance(output, est.export.ExportOutput)
+    # Keys get their kind as prefix unless they already have it.
+    assert list(output.loss) == ["loss"] and output.loss["loss"] is loss
+    assert sorted(output.predictions) == ["predictions/twice", "predictions/y"]
+    assert output.predictions["predictions/y"] is y
+    assert sorted(output.metrics) == [
+        "metrics/accuracy/update_op", "metrics/accuracy/value",
+        "metrics/mean/update_op", "metrics/mean/value"]
+    assert output.metrics["metrics/mean/value"] is mean[0]
+    assert est.export.EvalOutput(loss={"total": loss}).loss == {"loss/total": loss}
+    assert est.export.EvalOutput(predictions=y).predictions == {"predictions": y}
+    assert est.export.EvalOutput(metrics=mean).metrics == {
+        "metrics/value": mean[0], "metrics/update_op": mean[1]}
+
+    signature = output.as_signature_def({"x": x, "labels": labels})
+    assert signature.method_name == "tensorflow/supervised/eval"
+    assert sorted(signature.inputs) == ["labels", "x"]
+    assert set(signature.outputs) == {"loss", *output.predictions, *output.metrics}
+    # Running the signature's update output runs the metric's update op.
+    fetch = {key: info.name for key, info in signature.outputs.items()}
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.local_variables_initializer())
+      session.run([fetch["metrics/accuracy/update_op"], fetch["metrics/mean/update_op"]],
+                  {x: [[1.0, 0.0], [2.0, 1.0]], labels: [1.0, 0.0]})
+      assert session.run(fetch["metrics/accuracy/value"]) == 0.5
+      assert session.run(fetch["metrics/mean/value"]) == 2.0
+
+    with pytest.raises(ValueError, match="loss output value must be a Tensor"):
+      est.export.EvalOutput(loss=0.5)
+    with pytest.raises(ValueError, match="predictions output key must be a string; got 1"):
+      est.export.EvalOutput(predictions={1: y})
+    with pytest.raises(ValueError, match="metrics/m output value must be a Tensor"):
+      est.export.EvalOutput(metrics={"m": (0.5, mean[1])})
+    with pytest.raises(ValueError, match="metrics/m update_op must be a Tensor or Operation"):
+      est.export.EvalOutput(metrics={"m": (mean[0], "update")})
+    with pytest.raises(ValueError, match=r"'metrics/m' must be a \(metric_value, update_op\)"):
+      est.export.EvalOutput(metrics={"m": mean[0]})
+    with pytest.raises(ValueError, match="inputs cannot be None or empty"):
+      output.as_signature_def({})
+
+
+def test_export_savedmodel_v1_as_text_stripped_from_an_older_checkpoint(
+    linear_model_fn, linear_data, make_input_fn, tmp_path):
+  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+
+  model_dir = str(tmp_path / "model")
+  estimator = est.Estimator(linear_model_fn, model_dir=model_dir)
+  estimator.train(make_input_fn(*linear_data), steps=2)
+  older = estimator.latest_checkpoint()
+  estimator.train(make_input_fn(*linear_data), steps=3)
+  assert estimator.latest_checkpoint() != older
+  assert not np.allclose(tf.train.load_variable(older, "w"), estimator.get_variable_value("w"))
+  expected = [p["y"] for p in estimator.predict(_predict_input_fn, checkpoint_path=older)]
+  receiver_fn = est.export.build_raw_serving_input_receiver_fn(
+      {"x": tf.TensorSpec([None, 2], tf.float32)})
+
+  export_dir = estimator.export_savedmodel(
+      str(tmp_path / "export"), receiver_fn, as_text=True, strip_default_attrs=True,
+      checkpoint_path=older)
+
+  assert isinstance(export_dir, str) and os.path.basename(export_dir).isdigit()
+  assert sorted(os.listdir(export_dir)) == ["saved_model.pbtxt", "variables"]
+  exported_variables = os.path.join(export_dir, "variables", "variables")
+  assert tf.train.load_variable(exported_variables, "global_step") == 2
+  np.testing.assert_array_equal(tf.train.load_variable(exported_variables, "w"),
+                                tf.train.load_variable(older, "w"))
+  with open(os.path.join(export_dir, "saved_model.pbtxt")) as f:
+    saved_model = text_format.Parse(f.read(), saved_model_pb2.SavedModel())
+  assert saved_model.meta_graphs[0].meta_info_def.stripped_default_attrs
+  served = tf.saved_model.load(export_dir).signatures["serving_default"](x=tf.constant(ROWS))
+  np.testing.assert_allclose(served["y"].numpy(), expected, rtol=0, atol=1e-6)

@@ -30,15 +30,42 @@ _SUBMODULES = ("export", "experimental", "inputs")
 # support, which are not part of estimator_lite's core. Asking for one of them
 # says so instead of a bare AttributeError (unless the top-level package has
 # gained it, in which case it is returned).
-_NOT_PROVIDED = (
-    "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead",
-    "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier",
-    "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor", "DNNRegressor", "Head",
-    "LinearClassifier", "LinearEstimator", "LinearRegressor", "LogisticRegressionHead",
-    "MultiClassHead", "MultiHead", "MultiLabelHead", "PoissonRegressionHead",
-    "RegressionHead", "add_metrics", "classifier_parse_example_spec",
-    "regressor_parse_example_spec", "tpu",
-)
+_NOT_PROVIDED = dict.fromkeys(
+    ("BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead",
+     "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier",
+     "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor", "DNNRegressor", "Head",
+     "LinearClassifier", "LinearEstimator", "LinearRegressor", "LogisticRegressionHead",
+     "MultiClassHead", "MultiHead", "MultiLabelHead", "PoissonRegressionHead",
+     "RegressionHead", "add_metrics", "classifier_parse_example_spec",
+     "regressor_parse_example_spec", "tpu"),
+    ("tf.compat.v1.estimator", "canned estimators, heads, TPU",
+     "Write a model_fn for estimator_lite.Estimator instead."))
+
+
+def _not_provided_error(module_name, name, not_provided):
+  """Returns the AttributeError for `name`, missing from module `module_name`.
+
+  Every estimator_lite module mirroring a tf.estimator namespace (this one,
+  estimator_lite.experimental) raises it from its `__getattr__`, so a program
+  asking for a tf.estimator name that estimator_lite leaves out learns what to
+  do instead of seeing a bare AttributeError.
+
+  Args:
+    module_name: the estimator_lite module's name.
+    name: the attribute asked for.
+    not_provided: dict of tf.estimator names left out to (tf.estimator module
+      that had it, what it was, what to use instead).
+
+  Returns:
+    An AttributeError to raise.
+  """
+  if name not in not_provided:
+    return AttributeError(f"module {module_name!r} has no attribute {name!r}")
+  tf_module, what, instead = not_provided[name]
+  return AttributeError(
+      f"{module_name} has no {name!r}: {tf_module}.{name} ({what}) is not part "
+      f"of estimator_lite. {instead}")
+
 
 __all__ = sorted(_TOP_LEVEL + _SUBMODULES + ("estimator",))
 
@@ -51,12 +78,7 @@ def __getattr__(name):
     return importlib.import_module("estimator_lite." + name)
   if name in _TOP_LEVEL or (name in _NOT_PROVIDED and hasattr(top, name)):
     return getattr(top, name)
-  if name in _NOT_PROVIDED:
-    raise AttributeError(
-        f"estimator_lite.compat.v1 has no {name!r}: tf.compat.v1.estimator.{name} "
-        "(canned estimators, heads, TPU) is not part of estimator_lite. Write a "
-        "model_fn for estimator_lite.Estimator instead.")
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+  raise _not_provided_error(__name__, name, _NOT_PROVIDED)
 
 
 def __dir__():

@@ -1,4 +1,10 @@
-"""estimator_lite.experimental: early stopping and in-memory evaluation (tf.estimator.experimental)."""
+"""estimator_lite.experimental: early stopping and in-memory evaluation (tf.estimator.experimental).
+
+Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimental
+is this module). tf.estimator's canned parts of these namespaces are not
+provided: asking for one raises an AttributeError saying what to use instead.
+"""
+from estimator_lite.compat.v1 import _not_provided_error
 from estimator_lite.experimental.early_stopping import make_early_stopping_hook
 from estimator_lite.experimental.early_stopping import stop_if_higher_hook
 from estimator_lite.experimental.early_stopping import stop_if_lower_hook
@@ -6,3 +12,47 @@ from estimator_lite.experimental.early_stopping import stop_if_no_decrease_hook
 from estimator_lite.experimental.early_stopping import stop_if_no_increase_hook
 from estimator_lite.experimental.in_memory_evaluator_hook import InMemoryEvaluatorHook
 from estimator_lite.experimental.stop_at_checkpoint_step import make_stop_at_checkpoint_step_hook
+
+_V2 = "tf.estimator.experimental"
+_V1 = "tf.compat.v1.estimator.experimental"
+_WRITE_MODEL_FN = "Write a model_fn for estimator_lite.Estimator"
+_LOGITS_IN_MODEL_FN = (
+    "Compute the logits in your model_fn (e.g. "
+    "tf.compat.v1.feature_column.input_layer, then tf.compat.v1.layers.dense).")
+# tf.estimator.experimental's (and the v1 namespace's) names estimator_lite
+# leaves out: canned-estimator parts, and inputs for TRAIN/EVAL exports, which
+# estimator_lite does not write (it exports the serving graph only, so such a
+# receiver could not be used).
+_NOT_PROVIDED = {
+    "LinearSDCA": (
+        _V2, "the SDCA optimizer of the canned linear estimators",
+        f"{_WRITE_MODEL_FN} with a linear model and a tf.compat.v1.train optimizer "
+        "(e.g. FtrlOptimizer) instead."),
+    "RNNClassifier": (
+        _V2, "a canned RNN estimator",
+        f"{_WRITE_MODEL_FN} that builds the RNN itself instead."),
+    "RNNEstimator": (
+        _V2, "a canned RNN estimator",
+        f"{_WRITE_MODEL_FN} that builds the RNN itself instead."),
+    "KMeans": (
+        _V1, "a canned clustering estimator",
+        f"{_WRITE_MODEL_FN} around your clustering step, or cluster outside the "
+        "Estimator (e.g. sklearn.cluster.KMeans)."),
+    "dnn_logit_fn_builder": (
+        _V1, "the canned DNN estimators' logit builder", _LOGITS_IN_MODEL_FN),
+    "linear_logit_fn_builder": (
+        _V1, "the canned linear estimators' logit builder", _LOGITS_IN_MODEL_FN),
+    "call_logit_fn": (
+        _V2, "a helper calling a canned estimator's logit_fn",
+        "Call your logit function directly in model_fn, e.g. "
+        "logit_fn(features=features, mode=mode, params=params, config=config)."),
+    "build_raw_supervised_input_receiver_fn": (
+        _V2, "inputs for TRAIN/EVAL SavedModel exports",
+        "estimator_lite exports the serving (PREDICT) graph only: use "
+        "estimator_lite.export.build_raw_serving_input_receiver_fn(features) "
+        "for that export."),
+}
+
+
+def __getattr__(name):
+  raise _not_provided_error(__name__, name, _NOT_PROVIDED)

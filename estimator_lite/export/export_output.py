@@ -2,13 +2,17 @@
 
 Each class turns the model's output tensors plus the serving receiver's input
 tensors into one SignatureDef, with the same method names and tensor keys
-TensorFlow Serving's Predict, Classify and Regress APIs expect.
+TensorFlow Serving's Predict, Classify and Regress APIs expect (and, for
+`EvalOutput`, tf.estimator's supervised eval signature).
 """
 import abc
 
 import tensorflow as tf
 
 _sig_utils = tf.compat.v1.saved_model.signature_def_utils
+# TensorFlow 2.21 no longer exports this constant; the value is what
+# tf.estimator 2.15 wrote into eval SignatureDefs.
+SUPERVISED_EVAL_METHOD_NAME = "tensorflow/supervised/eval"
 
 
 def _serialized_examples(receiver_tensors, kind):
@@ -160,3 +164,155 @@ class PredictOutput(ExportOutput):
 
   def as_signature_def(self, receiver_tensors):
     return _sig_utils.predict_signature_def(receiver_tensors, self.outputs)
+
+
+class _SupervisedOutput(ExportOutput):
+  """Loss, predictions and metrics of a supervised (train or eval) signature.
+
+  Output keys are prefixed with their kind, so one signature can hold all
+  three: `loss`, `loss/<key>`, `predictions/<key>`, and for each metric
+  `metrics/<name>/value` and `metrics/<name>/update_op`.
+  """
+
+  LOSS_NAME = "loss"
+  PREDICTIONS_NAME = "predictions"
+  METRICS_NAME = "metrics"
+  METRIC_VALUE_SUFFIX = "value"
+  METRIC_UPDATE_SUFFIX = "update_op"
+  _METHOD_NAME = None  # set by subclasses
+
+  def __init__(self, loss=None, predictions=None, metrics=None):
+    self._loss = None
+    self._predictions = None
+    self._metrics = None
+    if loss is not None:
+      self._loss = self._prefixed(
+          self._wrap_and_check_outputs(loss, self.LOSS_NAME), self.LOSS_NAME)
+    if predictions is not None:
+      self._predictions = self._prefixed(
+          self._wrap_and_check_outputs(predictions, self.PREDICTIONS_NAME),
+          self.PREDICTIONS_NAME)
+    if metrics is not None:
+      self._metrics = self._wrap_and_check_metrics(metrics)
+
+  @property
+  def loss(self):
+    return self._loss
+
+  @property
+  def predictions(self):
+    return self._predictions
+
+  @property
+  def metrics(self):
+    return self._metrics
+
+  def _prefix_key(self, key, prefix):
+    # As tf.estimator: a key that already starts with the prefix ('loss',
+    # 'predictions/y') keeps its name, so the outputs stay where users' eval
+    # tools look for them.
+    if key.startswith(prefix):
+      return key
+    return prefix + self._SEPARATOR_CHAR + key
+
+  def _prefixed(self, outputs, prefix):
+    return {self._prefix_key(key, prefix): value for key, value in outputs.items()}
+
+  def _split_metric(self, name, metric):
+    """Returns (value Tensor, update Tensor or Operation) of one metric."""
+    if isinstance(metric, tuple):
+      if len(metric) != 2:
+        raise ValueError(
+            f"Metric {name!r} must be a (metric_value, update_op) pair, as "
+            f"tf.compat.v1.metrics.* return; got a tuple of {len(metric)}: "
+            f"{metric!r}.")
+      return metric
+    updates = getattr(metric, "updates", None)
+    if callable(getattr(metric, "result", None)) and updates is not None:
+      # A graph-mode Keras Metric object (tf-keras) after update_state().
+      if len(updates) != 1:
+        raise ValueError(
+            f"Metric {name!r} ({metric!r}) has {len(updates)} update ops; "
+            "expected exactly one. Call update_state() once in model_fn, or "
+            "pass a (metric_value, update_op) pair.")
+      return metric.result(), updates[0]
+    # Keras 3 Metric objects land here: in graph mode they have no `updates`.
+    raise ValueError(
+        f"Metric {name!r} must be a (metric_value, update_op) pair (what "
+        f"tf.compat.v1.metrics.* return) or a tf-keras Metric object; got "
+        f"{metric!r}.")
+
+  def _wrap_and_check_metrics(self, metrics):
+    if not isinstance(metrics, dict):
+      metrics = {self.METRICS_NAME: metrics}
+    outputs = {}
+    for key, metric in metrics.items():
+      key = self._prefix_key(self._check_output_key(key, self.METRICS_NAME),
+                             self.METRICS_NAME)
+      value, update_op = self._split_metric(key, metric)
+      if not isinstance(value, tf.Tensor):
+        raise ValueError(
+            f"{key} output value must be a Tensor; got {value!r}. Pass the "
+            "metric's value tensor first in the (metric_value, update_op) pair.")
+      if not isinstance(update_op, (tf.Tensor, tf.Operation)):
+        raise ValueError(
+            f"{key} update_op must be a Tensor or Operation; got {update_op!r}.")
+      if isinstance(update_op, tf.Operation):
+        # A SignatureDef holds tensors only: expose the op through an empty
+        # constant that runs it first.
+        with update_op.graph.as_default(), tf.control_dependencies([update_op]):
+          update_op = tf.constant([], name="metric_op_wrapper")
+      outputs[key + self._SEPARATOR_CHAR + self.METRIC_VALUE_SUFFIX] = value
+      outputs[key + self._SEPARATOR_CHAR + self.METRIC_UPDATE_SUFFIX] = update_op
+    return outputs
+
+  def as_signature_def(self, receiver_tensors):
+    """Builds the SignatureDef: receiver tensors in; loss, predictions, metrics out.
+
+    Args:
+      receiver_tensors: a `Tensor`, or dict of name to `Tensor`: the inputs
+        (for an eval signature, features and labels).
+
+    Returns:
+      A `SignatureDef` proto with this class's method name.
+
+    Raises:
+      ValueError: no receiver tensors.
+    """
+    if receiver_tensors is not None and not isinstance(receiver_tensors, dict):
+      receiver_tensors = {"input": receiver_tensors}
+    if not receiver_tensors:
+      raise ValueError(
+          f"{self._METHOD_NAME} inputs cannot be None or empty; pass the "
+          "receiver's tensors (features and labels).")
+    outputs = {}
+    for group in (self.loss, self.predictions, self.metrics):
+      outputs.update(group or {})
+    build = tf.compat.v1.saved_model.build_tensor_info
+    return tf.compat.v1.saved_model.build_signature_def(
+        inputs={key: build(t) for key, t in receiver_tensors.items()},
+        outputs={key: build(t) for key, t in outputs.items()},
+        method_name=self._METHOD_NAME)
+
+
+class EvalOutput(_SupervisedOutput):
+  """Outputs of a supervised eval signature (method 'tensorflow/supervised/eval').
+
+  Not served by TensorFlow Serving: a serving export leaves such signatures
+  out (and logs it), as tf.estimator did.
+
+  Args:
+    loss: a `Tensor` or dict of string to `Tensor`: the loss; keys become
+      'loss' / 'loss/<key>'.
+    predictions: a `Tensor` or dict of string to `Tensor`; keys become
+      'predictions' / 'predictions/<key>'.
+    metrics: dict of metric name to a `(metric_value, update_op)` pair (what
+      `tf.compat.v1.metrics.*` return) or a Keras `Metric` object, or a single
+      pair; each gives 'metrics/<name>/value' and 'metrics/<name>/update_op'.
+
+  Raises:
+    ValueError: a key that is not a string (or tuple of strings), a value that
+      is not a `Tensor`, or an update_op that is not a `Tensor` or `Operation`.
+  """
+
+  _METHOD_NAME = SUPERVISED_EVAL_METHOD_NAME
