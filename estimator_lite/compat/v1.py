@@ -13,6 +13,8 @@ method name `export_savedmodel`). The v1-only parts are `inputs`
 import importlib
 import sys
 
+from estimator_lite._not_provided import not_provided_error
+
 # tf.compat.v1.estimator's names that estimator_lite provides, and where.
 _TOP_LEVEL = (
     "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "Estimator",
@@ -42,31 +44,6 @@ _NOT_PROVIDED = dict.fromkeys(
      "Write a model_fn for estimator_lite.Estimator instead."))
 
 
-def _not_provided_error(module_name, name, not_provided):
-  """Returns the AttributeError for `name`, missing from module `module_name`.
-
-  Every estimator_lite module mirroring a tf.estimator namespace (this one,
-  estimator_lite.experimental) raises it from its `__getattr__`, so a program
-  asking for a tf.estimator name that estimator_lite leaves out learns what to
-  do instead of seeing a bare AttributeError.
-
-  Args:
-    module_name: the estimator_lite module's name.
-    name: the attribute asked for.
-    not_provided: dict of tf.estimator names left out to (tf.estimator module
-      that had it, what it was, what to use instead).
-
-  Returns:
-    An AttributeError to raise.
-  """
-  if name not in not_provided:
-    return AttributeError(f"module {module_name!r} has no attribute {name!r}")
-  tf_module, what, instead = not_provided[name]
-  return AttributeError(
-      f"{module_name} has no {name!r}: {tf_module}.{name} ({what}) is not part "
-      f"of estimator_lite. {instead}")
-
-
 __all__ = sorted(_TOP_LEVEL + _SUBMODULES + ("estimator",))
 
 
@@ -78,7 +55,7 @@ def __getattr__(name):
     return importlib.import_module("estimator_lite." + name)
   if name in _TOP_LEVEL or (name in _NOT_PROVIDED and hasattr(top, name)):
     return getattr(top, name)
-  raise _not_provided_error(__name__, name, _NOT_PROVIDED)
+  raise not_provided_error(__name__, name, _NOT_PROVIDED)
 
 
 def __dir__():

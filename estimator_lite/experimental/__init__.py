@@ -4,7 +4,7 @@ Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimenta
 is this module). tf.estimator's canned parts of these namespaces are not
 provided: asking for one raises an AttributeError saying what to use instead.
 """
-from estimator_lite.compat.v1 import _not_provided_error
+from estimator_lite._not_provided import not_provided_error
 from estimator_lite.experimental.early_stopping import make_early_stopping_hook
 from estimator_lite.experimental.early_stopping import stop_if_higher_hook
 from estimator_lite.experimental.early_stopping import stop_if_lower_hook
@@ -55,4 +55,4 @@ _NOT_PROVIDED = {
 
 
 def __getattr__(name):
-  raise _not_provided_error(__name__, name, _NOT_PROVIDED)
+  raise not_provided_error(__name__, name, _NOT_PROVIDED)
