@@ -287,8 +287,9 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
             else config.master)
   # The checkpoint is checked on every task: one that failed alone would
   # leave the others waiting for it in the initial broadcast.
-  hooks, chief_saver = estimator._training_hooks(  # pylint: disable=protected-access
+  nan_guard, hooks, chief_saver = estimator._training_hooks(  # pylint: disable=protected-access
       spec, worker_hooks, global_step_read, saving_listeners, check_checkpoint=True)
+  hooks = [nan_guard] + hooks  # first of all hooks, see Estimator._training_hooks
   scaffold = spec.scaffold
   writer_hooks = []
   if is_chief:

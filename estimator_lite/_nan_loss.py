@@ -1,4 +1,10 @@
-"""The default NaN guard of Estimator.train: stops with an error that names the step."""
+"""The default NaN guard of Estimator.train: stops with an error that names the step.
+
+Estimator runs it before every other training hook (see
+Estimator._training_hooks), so it is the one that raises, with the step, even
+when a user's own NanTensorHook watches the loss, and no CheckpointSaverHook
+saves the weights of the failed step first.
+"""
 import numpy as np
 import tensorflow as tf
 

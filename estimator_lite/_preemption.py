@@ -8,8 +8,16 @@ session ends, and train() raises `Preempted` (a SystemExit with status 143,
 128 + SIGTERM), so an uncaught preemption ends the process with that status
 and no traceback. If the step in flight does not finish within the grace
 period (a hung ps, say), the process exits with 143 at once; checkpoints
-already written stay intact.
+already written stay intact. The grace period is 25 s, or
+$ESTIMATOR_LITE_SIGTERM_GRACE_SECS (set it below the time the platform waits
+between SIGTERM and SIGKILL).
+
+Python runs a signal handler only when the main thread executes Python code,
+and a step stuck inside `Session.run` (C++) never gets back there: the signal
+is noticed by a thread reading the signal wakeup fd instead, which sets the
+flag and starts the grace timer at once, wherever the main thread is.
 """
+import math
 import os
 import signal
 import threading
@@ -18,6 +26,29 @@ import tensorflow as tf
 
 PREEMPTED_EXIT_CODE = 128 + signal.SIGTERM
 DEFAULT_GRACE_SECS = 25.0
+GRACE_ENV = "ESTIMATOR_LITE_SIGTERM_GRACE_SECS"
+_STOP = b"\0"  # no signal has number 0: tells the wakeup-fd reader to return
+
+
+def grace_secs_from_env():
+  """The grace period: $ESTIMATOR_LITE_SIGTERM_GRACE_SECS, else DEFAULT_GRACE_SECS.
+
+  Raises:
+    ValueError: the variable is set to something other than a positive number.
+  """
+  value = os.environ.get(GRACE_ENV, "").strip()
+  if not value:
+    return DEFAULT_GRACE_SECS
+  try:
+    secs = float(value)
+  except ValueError:
+    secs = math.nan
+  if not (secs > 0 and math.isfinite(secs)):
+    raise ValueError(
+        f"{GRACE_ENV}={value!r} is not a positive number of seconds. Set it to how "
+        "long the step in flight may take after SIGTERM before the process exits "
+        f"(e.g. {GRACE_ENV}=25, the default), or unset it.")
+  return secs
 
 
 class Preempted(SystemExit):
@@ -40,14 +71,21 @@ class SigtermWatcher:
   """Context manager that turns SIGTERM into a stop request while training.
 
   Args:
-    grace_secs: how long the step in flight may take before the process exits.
+    grace_secs: how long the step in flight may take before the process
+      exits; None reads $ESTIMATOR_LITE_SIGTERM_GRACE_SECS (default 25 s).
+
+  Raises:
+    ValueError: grace_secs is None and the environment variable is not a
+      positive number.
   """
 
-  def __init__(self, grace_secs=DEFAULT_GRACE_SECS):
-    self._grace_secs = grace_secs
+  def __init__(self, grace_secs=None):
+    self._grace_secs = grace_secs_from_env() if grace_secs is None else grace_secs
     self._event = threading.Event()
     self._previous = None
-    self._installed = False
+    self._previous_wakeup_fd = -1
+    self._pipe = None
+    self._thread = None
 
   @property
   def requested(self):
@@ -56,32 +94,72 @@ class SigtermWatcher:
   def __enter__(self):
     # Signal handlers can only be set from the main thread; elsewhere (a
     # training thread of the user's) SIGTERM keeps its previous behaviour.
-    if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self._handle)
-      self._installed = True
+    if threading.current_thread() is not threading.main_thread():
+      return self
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)  # set_wakeup_fd requires it
+    # The Python-level handler does nothing: installing one keeps SIGTERM
+    # from ending the process, and makes Python write each signal's number
+    # to the wakeup fd, which _watch reads.
+    self._previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    self._previous_wakeup_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    self._pipe = (read_fd, write_fd)
+    self._thread = threading.Thread(target=self._watch, args=(read_fd, self._previous_wakeup_fd),
+                                    name="estimator_lite-sigterm", daemon=True)
+    self._thread.start()
     return self
 
   def __exit__(self, *exc):
-    if self._installed:
-      signal.signal(signal.SIGTERM, self._previous)
-      self._installed = False
+    if self._pipe is None:
+      return False
+    signal.set_wakeup_fd(self._previous_wakeup_fd)
+    # None: the previous handler was not set from Python; the default is
+    # the closest Python can restore.
+    signal.signal(signal.SIGTERM,
+                  signal.SIG_DFL if self._previous is None else self._previous)
+    read_fd, write_fd = self._pipe
+    try:
+      os.write(write_fd, _STOP)
+    except OSError:
+      pass  # a full pipe: the reader is a daemon thread; it cannot hold up the exit
+    self._thread.join(5)
+    os.close(write_fd)
+    if not self._thread.is_alive():
+      os.close(read_fd)
+    self._pipe = self._thread = None
     return False
 
-  def _handle(self, signum, frame):
-    del signum, frame
-    if self._event.is_set():
-      return
+  def _watch(self, read_fd, forward_fd):
+    """Reads signal numbers from the wakeup fd until __exit__ writes _STOP."""
+    while True:
+      try:
+        data = os.read(read_fd, 64)
+      except OSError:
+        return
+      signals = data.replace(_STOP, b"")
+      if signals and forward_fd >= 0:
+        # Someone else's wakeup fd (an asyncio loop, say) still hears of its signals.
+        try:
+          os.write(forward_fd, signals)
+        except OSError:
+          pass
+      if signal.SIGTERM in signals and not self._event.is_set():
+        self._on_sigterm()
+      if not data or _STOP in data:
+        return
+
+  def _on_sigterm(self):
     self._event.set()
     tf.compat.v1.logging.warning(
         "Received SIGTERM: stopping after the current step and saving a checkpoint "
-        "(grace period %.0f s).", self._grace_secs)
+        "(grace period %g s).", self._grace_secs)
     timer = threading.Timer(self._grace_secs, self._give_up)
     timer.daemon = True
     timer.start()
 
   def _give_up(self):
     tf.compat.v1.logging.error(
-        "Training did not stop within the %.0f s grace period after SIGTERM; "
+        "Training did not stop within the %g s grace period after SIGTERM; "
         "exiting with status %d. Checkpoints already written are intact.",
         self._grace_secs, PREEMPTED_EXIT_CODE)
     os._exit(PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access

@@ -382,10 +382,17 @@ class Estimator:
   def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners):
     """Runs the training session; `logged_step` is the step the loss log shows."""
     config = self._config
-    worker_hooks, chief_saver = self._training_hooks(
+    nan_guard, worker_hooks, chief_saver = self._training_hooks(
         spec, worker_hooks, logged_step, saving_listeners,
         check_checkpoint=config.is_chief)
     watcher = _preemption.SigtermWatcher()
+    # The NaN guard runs first: on the chief, MonitoredTrainingSession runs
+    # chief-only hooks before all others, so it heads those.
+    if config.is_chief:
+      hooks = worker_hooks + [watcher.hook()] + chief_saver
+      chief_only_hooks = [nan_guard] + list(spec.training_chief_hooks)
+    else:
+      hooks, chief_only_hooks = [nan_guard] + worker_hooks + [watcher.hook()], []
     # MonitoredTrainingSession, except that a worker notices the chief's
     # initialisation within a second instead of 30 (see _cluster_session).
     open_session = functools.partial(
@@ -394,8 +401,8 @@ class Estimator:
         is_chief=config.is_chief,
         checkpoint_dir=self._model_dir,
         scaffold=spec.scaffold,
-        hooks=worker_hooks + [watcher.hook()] + (chief_saver if config.is_chief else []),
-        chief_only_hooks=tuple(spec.training_chief_hooks),
+        hooks=hooks,
+        chief_only_hooks=chief_only_hooks,
         save_checkpoint_secs=0,
         save_summaries_steps=config.save_summary_steps,
         config=config.session_config,
@@ -417,11 +424,15 @@ class Estimator:
       check_checkpoint: check that model_dir's checkpoint fits this graph.
 
     Returns:
-      (hooks every task runs, [the default checkpoint saver] or []). The saver
-      runs on the chief only, after the other hooks: MonitoredTrainingSession
-      would run it first as a chief-only hook, and then a step whose loss is
-      NaN would save its NaN weights before the NaN guard raised (tf.estimator
-      2.15 did save them when a save fell on that step).
+      (the NaN guard, the other hooks every task runs, [the default checkpoint
+      saver] or []). The caller runs the NaN guard before every other hook,
+      training_chief_hooks included: a user's NanTensorHook(loss) would
+      otherwise raise first, with TensorFlow's message that lacks the step,
+      and a CheckpointSaverHook (the user's own, or one due on that step)
+      would first save the NaN weights of the failed step, as tf.estimator
+      2.15 did. An exception out of a hook ends training without the
+      savers' final save. The default saver runs on the chief only, after the
+      other hooks.
 
     Raises:
       ValueError: saving_listeners without any checkpoint saver, or a
@@ -432,7 +443,7 @@ class Estimator:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
     hooks = list(hooks)
-    hooks.append(_nan_loss.NanLossHook(spec.loss, logged_step))
+    nan_guard = _nan_loss.NanLossHook(spec.loss, logged_step)
     if config.log_step_count_steps is not None:
       # LoggingTensorHook counts Session.run calls; with steps_per_loop each
       # call is steps_per_loop steps.
@@ -464,7 +475,7 @@ class Estimator:
       # The hook keeps its listeners in a private list; adding ours there is
       # what tf.estimator did, and keeps a user's own CheckpointSaverHook.
       saver_hooks[0]._listeners.extend(saving_listeners)  # pylint: disable=protected-access
-    return hooks, chief_saver
+    return nan_guard, hooks, chief_saver
 
   def _run_training_session(self, open_session, spec, watcher):
     """Runs spec.train_op until a hook stops; returns the last loss (shared with _distributed).

@@ -17,10 +17,15 @@ outcome from what that run left (logs, checkpoints, eval events). A last,
 in-process test pins the evaluator's rule for recognising a checkpoint it
 evaluated before a restart.
 
-Training runs slowly (a sleep per step) until the faults are done, so every
-fault hits a cluster mid-training; every wait polls logs, progress files or
-checkpoints and has a timeout; every process started here is killed in
-`finally`.
+Training is gated: a task whose global step reaches the gate (a step number
+in a control file) holds there until the test moves the gate. The test moves
+it a few steps ahead of the cluster only while it waits for training progress
+(a new checkpoint, a task's steps), and leaves it while processes restart; so
+the faults use a bounded number of steps, however slow the machine, and
+training cannot reach max_steps before the test releases the gate at the
+end. Until then steps are also slow (a sleep per step), so every fault hits a
+cluster mid-training. Every wait polls logs, progress files or checkpoints and
+has a timeout; every process started here is killed in `finally`.
 """
 import collections
 import os
@@ -42,11 +47,15 @@ from estimator_lite import launch
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_STEPS = 1000
-# Until released, each training step sleeps 0.2 s (1 s from this step on), so
-# training cannot finish before the faults are done, however slow the machine.
-GATE_STEP = 800
 SAVE_STEPS = 25
 WAIT_SECS = 120
+# While the test waits for training progress, the gate is kept this many
+# steps ahead of the cluster's global step.
+GATE_LEAD = 10
+# The whole faulted scenario runs in the module fixture, inside the first
+# test's timeout: 2 to 4 minutes on a loaded 2-core machine; each wait in it is
+# bounded by WAIT_SECS.
+pytestmark = pytest.mark.timeout(1800)
 
 _PROGRAM = textwrap.dedent('''
     import os, sys, time
@@ -54,12 +63,22 @@ _PROGRAM = textwrap.dedent('''
     import estimator_lite as est
 
     model_dir, control_dir, name = sys.argv[1:4]
-    max_steps, gate_step, save_steps = map(int, sys.argv[4:7])
+    max_steps, save_steps = map(int, sys.argv[4:6])
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+    # A task held longer than this goes on (the test is gone, say).
+    HOLD_SECS = 600
+
+
+    def gate():
+      """The global step training holds at until the test moves it; None once released."""
+      if os.path.exists(os.path.join(control_dir, "release")):
+        return None
+      with open(os.path.join(control_dir, "gate")) as f:
+        return int(f.read())
 
 
     class Paced(est.SessionRunHook):
-      """Reports progress; slow steps until released; holds while the test freezes training."""
+      """Reports progress; holds at the gate; slow steps until released."""
 
       def begin(self):
         self._step = tf.compat.v1.train.get_global_step()
@@ -75,20 +94,27 @@ _PROGRAM = textwrap.dedent('''
 
       def after_run(self, run_context, run_values):
         self._local += 1
+        step = run_values.results + 1
         path = os.path.join(control_dir, name + ".progress")
         with open(path + ".tmp", "w") as f:
-          f.write(f"{self._local} {run_values.results + 1}")
+          f.write(f"{self._local} {step}")
         os.replace(path + ".tmp", path)
-        if os.path.exists(os.path.join(control_dir, "freeze")):
-          # Held here, before this step's checkpoint save: the test knows no
-          # save is in flight once this task's ".frozen" file exists.
-          frozen = os.path.join(control_dir, name + ".frozen")
-          open(frozen, "w").close()
-          while os.path.exists(os.path.join(control_dir, "freeze")):
-            time.sleep(0.05)
-          os.remove(frozen)
-        if not os.path.exists(os.path.join(control_dir, "release")):
-          time.sleep(0.2 if run_values.results < gate_step else 1.0)
+        # Held here, before this step's checkpoint save: the test knows no
+        # save is in flight once this task's ".held" file exists.
+        held = os.path.join(control_dir, name + ".held")
+        held_since = None
+        while gate() is not None and step >= gate():
+          if held_since is None:
+            held_since = time.monotonic()
+            open(held, "w").close()
+          if time.monotonic() - held_since > HOLD_SECS:
+            tf.compat.v1.logging.warning("fault_test: held %d s at the gate; going on", HOLD_SECS)
+            break
+          time.sleep(0.05)
+        if held_since is not None:
+          os.remove(held)
+        if gate() is not None:
+          time.sleep(0.2)
 
       def end(self, session):
         tf.compat.v1.logging.info("fault_test: ran %d local steps; global step is %d",
@@ -152,6 +178,7 @@ class _Cluster:
                     "ps": [f"localhost:{ps}"]}
     self.processes = {}   # incarnation name (e.g. "chief-2") -> Popen
     self.expected_alive = set()
+    self.set_gate(0)      # training holds after its first step
 
   def start(self, job, name):
     env = dict(os.environ, TF_CONFIG=launch.tf_config(self.cluster, job, 0),
@@ -162,7 +189,7 @@ class _Cluster:
     with open(self._log_path(name), "wb") as log:
       self.processes[name] = subprocess.Popen(
           [sys.executable, self.program, self.model_dir, self.control, name, str(MAX_STEPS),
-           str(GATE_STEP), str(SAVE_STEPS)],
+           str(SAVE_STEPS)],
           cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
           stdin=subprocess.DEVNULL)
     self.expected_alive.add(name)
@@ -208,15 +235,32 @@ class _Cluster:
     path = tf.train.latest_checkpoint(self.model_dir)
     return int(path.rsplit("-", 1)[1]) if path else None
 
-  def set_flag(self, flag, on):
-    path = os.path.join(self.control, flag)
-    if on:
-      open(path, "w").close()
-    elif os.path.exists(path):
-      os.remove(path)
+  def set_gate(self, step):
+    """Moves the gate: training tasks hold once their global step reaches `step` (0: now)."""
+    path = os.path.join(self.control, "gate")
+    with open(path + ".tmp", "w") as f:
+      f.write(str(step))
+    os.replace(path + ".tmp", path)
+    self.gate = step
 
-  def wait_for(self, what, predicate, timeout=WAIT_SECS):
+  def release(self):
+    """Lifts the gate for good: training runs at full speed to max_steps."""
+    open(os.path.join(self.control, "release"), "w").close()
+
+  def held(self, name):
+    return os.path.exists(os.path.join(self.control, name + ".held"))
+
+  def global_step(self):
+    """The highest global step the running chief and worker reported."""
+    return max([self.progress(name)[1] for name in self.expected_alive
+                if name.startswith(("chief", "worker"))] + [0])
+
+  def wait_for(self, what, predicate, timeout=WAIT_SECS, train=False):
     """Polls `predicate` until it returns something truthy, and returns that.
+
+    With `train`, the gate is kept GATE_LEAD steps ahead of the cluster
+    while waiting (never at max_steps); otherwise it stays where it is, and
+    training holds there.
 
     Fails at once if a process that should be running exits, and after
     `timeout` seconds, with the logs of the processes involved.
@@ -226,6 +270,8 @@ class _Cluster:
       value = predicate()
       if value:
         return value
+      if train:
+        self.set_gate(min(self.global_step() + GATE_LEAD, MAX_STEPS - 1))
       for name in sorted(self.expected_alive):
         status = self.processes[name].poll()
         if status is not None:
@@ -233,7 +279,8 @@ class _Cluster:
                                f"{self.tail(name)}")
       if time.monotonic() > deadline:
         tails = "\n".join(self.tail(name, 1500) for name in sorted(self.expected_alive))
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{tails}")
+        raise AssertionError(f"timed out after {timeout} s waiting for {what} (gate at "
+                             f"step {self.gate})\n{tails}")
       time.sleep(0.1)
 
   def found_in_log(self, name, pattern, offset=0):
@@ -280,20 +327,25 @@ def eval_event_checkpoints(model_dir):
 
 
 # -- the faults, in turn --------------------------------------------------------------------
+def _train_steps(c, name, steps):
+  """Once `name` has its session, lets training go on until it ran `steps` steps."""
+  c.wait_for(f"{name}'s session", c.found_in_log(name, SESSION))
+  c.wait_for(f"{name} to train {steps} steps", lambda: c.progress(name)[0] >= steps, train=True)
+
+
 def _worker_fault(c, r):
-  c.wait_for("worker-1 to train 10 steps", lambda: c.progress("worker-1")[0] >= 10)
+  _train_steps(c, "worker-1", 10)
   r["worker_killed_status"] = c.send("worker-1", signal.SIGKILL)
   c.start("worker", "worker-2")
-  c.wait_for("the restarted worker to train 10 steps", lambda: c.progress("worker-2")[0] >= 10)
+  _train_steps(c, "worker-2", 10)
 
 
 def _evaluator_fault(c, r):
   # Freeze training, so that the newest checkpoint is one the evaluator has
   # evaluated when it is killed: the restart must not evaluate it again.
   c.wait_for("a first evaluation", c.found_in_log("evaluator-1", EVALUATED))
-  c.set_flag("freeze", True)
-  c.wait_for("the chief to hold", lambda: os.path.exists(
-      os.path.join(c.control, "chief-1.frozen")))
+  c.set_gate(0)
+  c.wait_for("the chief to hold", lambda: c.held("chief-1"))
   path = tf.train.latest_checkpoint(c.model_dir)
   # Eval events carry the step stored in the checkpoint, which on a cluster
   # may be past the one in its name (the worker steps while the chief saves).
@@ -306,39 +358,39 @@ def _evaluator_fault(c, r):
   # It either skips the checkpoint or (wrongly) evaluates it again.
   c.wait_for("the restarted evaluator to look at the newest checkpoint",
              c.found_in_log("evaluator-2", re.escape(path) + r"\b"))
-  c.set_flag("freeze", False)
   c.wait_for("the restarted evaluator to evaluate a newer checkpoint", lambda: [
-      s for s in _all(EVALUATED, c.log("evaluator-2")) if s > step])
+      s for s in _all(EVALUATED, c.log("evaluator-2")) if s > step], train=True)
 
 
 def _ps_fault(c, r):
   before = c.latest_step() or 0
-  c.wait_for("a new checkpoint", lambda: (c.latest_step() or 0) > before)
+  c.wait_for("a new checkpoint", lambda: (c.latest_step() or 0) > before, train=True)
   r["ps_killed_status"] = c.send("ps-1", signal.SIGKILL)
   # No save completes without the ps: this is the chief's latest checkpoint.
   r["checkpoint_at_ps_kill"] = c.latest_step()
   chief_offset, worker_offset = c.log_size("chief-1"), c.log_size("worker-2")
   c.start("ps", "ps-2")
+  # The chief and the worker notice the lost ps at their next step.
   restore = c.wait_for("the chief to restore the variables on the new ps",
-                       c.found_in_log("chief-1", RESTORE, chief_offset))
+                       c.found_in_log("chief-1", RESTORE, chief_offset), train=True)
   r["chief_restored_after_ps"] = int(restore.group(2))
   session = c.wait_for("the chief's new session",
-                       c.found_in_log("chief-1", SESSION, chief_offset))
+                       c.found_in_log("chief-1", SESSION, chief_offset), train=True)
   r["chief_session_step_after_ps"] = int(session.group(1))
   session = c.wait_for("the worker's new session",
-                       c.found_in_log("worker-2", SESSION, worker_offset))
+                       c.found_in_log("worker-2", SESSION, worker_offset), train=True)
   r["worker_session_step_after_ps"] = int(session.group(1))
   r["restore_before_chief_session"] = (
       c.log("chief-1", chief_offset).find("Restoring parameters from") <
       c.log("chief-1", chief_offset).find("fault_test: session created"))
   chief_local = c.progress("chief-1")[0]
   c.wait_for("the chief to train after the ps restart",
-             lambda: c.progress("chief-1")[0] >= chief_local + 5)
+             lambda: c.progress("chief-1")[0] >= chief_local + 5, train=True)
 
 
 def _chief_kill_fault(c, r):
   before = c.latest_step() or 0
-  c.wait_for("a new checkpoint", lambda: (c.latest_step() or 0) > before)
+  c.wait_for("a new checkpoint", lambda: (c.latest_step() or 0) > before, train=True)
   r["chief_killed_status"] = c.send("chief-1", signal.SIGKILL)
   r["checkpoint_at_chief_kill"] = c.latest_step()
   c.start("chief", "chief-2")
@@ -346,13 +398,16 @@ def _chief_kill_fault(c, r):
   r["chief_2_restored"] = restore.group(1)
   session = c.wait_for("the restarted chief's session", c.found_in_log("chief-2", SESSION))
   r["chief_2_session_step"] = int(session.group(1))
-  c.wait_for("the restarted chief to train 10 steps", lambda: c.progress("chief-2")[0] >= 10)
+  _train_steps(c, "chief-2", 10)
 
 
 def _chief_sigterm_fault(c, r):
   # Mid-interval: past the last periodic checkpoint.
-  c.wait_for("the chief to be past its last checkpoint",
-             lambda: c.progress("chief-2")[1] > (c.latest_step() or 0) + 2)
+  # Stepping, not held at the gate, when the signal comes: it stops after
+  # the step in flight.
+  c.wait_for("the chief to be past its last checkpoint", lambda: (
+      c.progress("chief-2")[1] > (c.latest_step() or 0) + 2 and not c.held("chief-2")),
+             train=True)
   r["chief_sigterm_status"] = c.send("chief-2", signal.SIGTERM)
   r["chief_2_last_step"] = c.progress("chief-2")[1]
   r["checkpoint_after_sigterm"] = tf.train.latest_checkpoint(c.model_dir)
@@ -364,7 +419,7 @@ def _chief_sigterm_fault(c, r):
 
 
 def _completion(c, r):
-  c.set_flag("release", True)
+  c.release()
   for name in ("chief-3", "worker-2", "evaluator-2"):
     r[f"{name}_status"] = c.wait_exit(name, timeout=180)
     if r[f"{name}_status"] != 0:

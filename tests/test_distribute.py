@@ -91,7 +91,8 @@ _MIRRORED_PROGRAM = textwrap.dedent('''
 
     def estimator(name, batch_size, strategy=None, eval_strategy=None):
         config = est.RunConfig(train_distribute=strategy, eval_distribute=eval_strategy,
-                               save_checkpoints_steps=10, log_step_count_steps=10)
+                               save_checkpoints_steps=10, log_step_count_steps=10,
+                               save_summary_steps=5)
         return est.Estimator(model_fn, os.path.join(base, name), config=config,
                              params={"batch_size": batch_size})
 
@@ -121,6 +122,67 @@ _MIRRORED_PROGRAM = textwrap.dedent('''
     # ...and a single-device checkpoint resumes under MirroredStrategy.
     again = estimator("single", 8, mirrored_strategy).train(make_input_fn(8), max_steps=25)
     results["single_then_mirrored_step"] = int(again.get_variable_value("global_step"))
+
+    # TensorFlow's "Multi-worker training with Estimator" tutorial, unchanged
+    # but for its data (MNIST there; here 512 fixed 28x28 images, 256 for
+    # evaluation) and MirroredStrategy over the two CPUs for its strategy.
+    BUFFER_SIZE = 10000
+    BATCH_SIZE = 64
+    LEARNING_RATE = 1e-4
+    images = np.random.RandomState(1).randint(0, 256, (768, 28, 28, 1)).astype(np.uint8)
+    digits = (images.reshape(768, -1).mean(1) > 127.5).astype(np.int64)
+
+    def input_fn(mode, input_context=None):
+        train = mode == est.ModeKeys.TRAIN
+        mnist_dataset = tf.data.Dataset.from_tensor_slices(
+            (images[:512], digits[:512]) if train else (images[512:], digits[512:]))
+
+        def scale(image, label):
+            image = tf.cast(image, tf.float32)
+            image /= 255
+            return image, label
+
+        if input_context:
+            mnist_dataset = mnist_dataset.shard(input_context.num_input_pipelines,
+                                                input_context.input_pipeline_id)
+        return mnist_dataset.map(scale).cache().shuffle(BUFFER_SIZE).batch(BATCH_SIZE)
+
+    def tutorial_model_fn(features, labels, mode):
+        model = tf.keras.Sequential([
+            tf.keras.layers.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),
+            tf.keras.layers.MaxPooling2D(),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(64, activation="relu"),
+            tf.keras.layers.Dense(10)
+        ])
+        logits = model(features, training=False)
+
+        if mode == est.ModeKeys.PREDICT:
+            predictions = {"logits": logits}
+            return est.EstimatorSpec(labels=labels, predictions=predictions)
+
+        optimizer = tf.compat.v1.train.GradientDescentOptimizer(learning_rate=LEARNING_RATE)
+        loss = tf.keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=tf.keras.losses.Reduction.NONE)(labels, logits)
+        loss = tf.reduce_sum(loss) * (1. / BATCH_SIZE)
+        if mode == est.ModeKeys.EVAL:
+            return est.EstimatorSpec(mode, loss=loss)
+
+        return est.EstimatorSpec(
+            mode=mode,
+            loss=loss,
+            train_op=optimizer.minimize(loss, tf.compat.v1.train.get_or_create_global_step()))
+
+    strategy = tf.distribute.MirroredStrategy(devices)
+    config = est.RunConfig(train_distribute=strategy, eval_distribute=strategy)
+    classifier = est.Estimator(model_fn=tutorial_model_fn,
+                               model_dir=os.path.join(base, "tutorial"), config=config)
+    metrics, _ = est.train_and_evaluate(
+        classifier,
+        train_spec=est.TrainSpec(input_fn=input_fn),
+        eval_spec=est.EvalSpec(input_fn=input_fn)
+    )
+    results["tutorial_metrics"] = {k: float(v) for k, v in metrics.items()}
     print("RESULTS " + json.dumps(results))
 ''')
 
@@ -191,8 +253,15 @@ def _assert_same_weights(expected, actual):
     np.testing.assert_allclose(actual[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-def test_mirrored_strategy_trains_like_one_device_on_the_global_batch(tmp_path):
-  results = _results(_run(_MIRRORED_PROGRAM, [tmp_path / "models"], tmp_path, "mirrored"))
+@pytest.fixture(scope="module")
+def mirrored_run(tmp_path_factory):
+  """(results, models dir) of _MIRRORED_PROGRAM, run once for the tests below."""
+  tmp_path = tmp_path_factory.mktemp("mirrored")
+  return _results(_run(_MIRRORED_PROGRAM, [tmp_path / "models"], tmp_path, "mirrored")), tmp_path / "models"
+
+
+def test_mirrored_strategy_trains_like_one_device_on_the_global_batch(mirrored_run):
+  results, _ = mirrored_run
   # Two replicas x 8 examples, gradients averaged and applied once per step:
   # the weights of one device on batch 16.
   _assert_same_weights(results["single"], results["mirrored"])
@@ -206,6 +275,30 @@ def test_mirrored_strategy_trains_like_one_device_on_the_global_batch(tmp_path):
   assert results["mirrored_then_single_step"] == 25
   assert results["single_then_mirrored_step"] == 25
   assert "out" in results["export_signatures"]
+
+
+def test_mirrored_strategy_reports_the_loss_of_the_global_batch(mirrored_run, read_scalars):
+  # tf.estimator's rule: the optimizer divided each replica's mean loss by
+  # the replicas, so the `loss` summary is the mean over replicas: one
+  # device's loss on the batch of 16. Past step 20 each model_dir trained on
+  # in the other mode (the cross-over above): the same comparison, reversed.
+  _, models = mirrored_run
+  single = dict(read_scalars(str(models / "single"))["loss"])
+  mirrored = dict(read_scalars(str(models / "mirrored"))["loss"])
+  assert sorted(mirrored) == sorted(single)
+  assert len([step for step in single if step <= 20]) >= 4, sorted(single)
+  for step, loss in single.items():
+    assert mirrored[step] == pytest.approx(loss, rel=1e-5, abs=1e-6), step
+
+
+def test_tensorflow_multi_worker_tutorial_runs_unchanged_under_mirrored_strategy(mirrored_run):
+  # TrainSpec without max_steps over a finite dataset: training ends with
+  # the input (512 examples, 2 replicas x 64 a step: 4 steps), then the
+  # final checkpoint is evaluated with EvalSpec's defaults.
+  metrics = mirrored_run[0]["tutorial_metrics"]
+  assert {"loss", "global_step"} <= set(metrics), metrics
+  assert metrics["global_step"] == 4
+  assert np.isfinite(metrics["loss"]) and metrics["loss"] > 0
 
 
 def test_multi_worker_mirrored_strategy_trains_in_sync_with_an_evaluator(tmp_path):

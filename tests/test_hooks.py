@@ -40,23 +40,33 @@ class RecordingHook(tf.compat.v1.train.SessionRunHook):
 
 
 def _model_fn_with_hooks(hooks):
-  """Linear model_fn returning [hooks[name]] in the EstimatorSpec field `name`."""
-  hooks = {name: [hook] for name, hook in hooks.items()}
+  """Linear model_fn returning hooks in the EstimatorSpec fields.
+
+  Args:
+    hooks: {EstimatorSpec field: a hook, or (TRAIN/EVAL fields) a function
+      loss -> list of hooks, for hooks on a model_fn tensor}.
+  """
+
+  def spec_hooks(name, loss=None):
+    hook = hooks.get(name)
+    if hook is None:
+      return None
+    return [hook] if isinstance(hook, tf.compat.v1.train.SessionRunHook) else hook(loss)
 
   def model_fn(features, labels, mode):
     w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
     prediction = tf.matmul(features["x"], w)
     if mode == est.ModeKeys.PREDICT:
       return est.EstimatorSpec(mode, predictions={"y": prediction},
-                               prediction_hooks=hooks.get("prediction_hooks"))
+                               prediction_hooks=spec_hooks("prediction_hooks"))
     loss = tf.compat.v1.losses.mean_squared_error(labels, prediction)
     train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
         loss, global_step=tf.compat.v1.train.get_global_step())
     return est.EstimatorSpec(
         mode, loss=loss, train_op=train_op,
-        training_hooks=hooks.get("training_hooks"),
-        training_chief_hooks=hooks.get("training_chief_hooks"),
-        evaluation_hooks=hooks.get("evaluation_hooks"))
+        training_hooks=spec_hooks("training_hooks", loss),
+        training_chief_hooks=spec_hooks("training_chief_hooks", loss),
+        evaluation_hooks=spec_hooks("evaluation_hooks", loss))
   return model_fn
 
 
@@ -174,18 +184,43 @@ def test_stop_at_time_hook_stops_training_and_saves(tmp_path, linear_data, make_
     est.StopAtTimeHook(0)
 
 
-def test_nan_loss_raises_and_latest_checkpoint_has_no_nan(tmp_path):
+# Where a user's NanTensorHook(loss) can be: none (the built-in guard alone),
+# either EstimatorSpec field, or train(hooks=...), where the loss tensor does
+# not exist yet and the hook names it.
+_NAN_HOOK_PLACES = (None, "training_hooks", "training_chief_hooks", "train_hooks")
+
+
+@pytest.mark.parametrize("own_saver", [False, True], ids=["default_saver", "own_saver"])
+@pytest.mark.parametrize("nan_hook", _NAN_HOOK_PLACES, ids=lambda p: p or "no_user_hook")
+def test_nan_loss_raises_and_latest_checkpoint_has_no_nan(tmp_path, nan_hook, own_saver):
   # Labels of the 7th batch are NaN: the loss of step 6 -> 7 is NaN and its
   # update writes NaN into w. A checkpoint is due at every step, so without
-  # care the NaN weights would be saved as model.ckpt-7.
+  # care the NaN weights would be saved as model.ckpt-7: by the default saver,
+  # or by the user's own CheckpointSaverHook in training_chief_hooks, which
+  # MonitoredTrainingSession runs before every other hook. A user's
+  # NanTensorHook there would raise TensorFlow's error, without the step.
   x = np.ones((10, 2), np.float32)
   y = np.ones((10, 1), np.float32)
   y[6] = np.nan
   model_dir = str(tmp_path)
-  estimator = est.Estimator(_model_fn_with_hooks({}), model_dir=model_dir,
+
+  def chief_hooks(loss):
+    hooks = [tf.compat.v1.train.CheckpointSaverHook(model_dir, save_steps=1)] if own_saver else []
+    if nan_hook == "training_chief_hooks":
+      hooks.append(tf.compat.v1.train.NanTensorHook(loss))
+    return hooks
+
+  spec_hooks = {"training_chief_hooks": chief_hooks}
+  if nan_hook == "training_hooks":
+    spec_hooks["training_hooks"] = lambda loss: [tf.compat.v1.train.NanTensorHook(loss)]
+  train_hooks = []
+  if nan_hook == "train_hooks":
+    train_hooks.append(tf.compat.v1.train.NanTensorHook("mean_squared_error/value:0"))
+  estimator = est.Estimator(_model_fn_with_hooks(spec_hooks), model_dir=model_dir,
                             config=est.RunConfig(save_checkpoints_steps=1))
   with pytest.raises(est.NanLossDuringTrainingError, match="NaN loss during training at global step 6"):
-    estimator.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(1))
+    estimator.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(1),
+                    hooks=train_hooks)
   latest = estimator.latest_checkpoint()
   assert latest.endswith("model.ckpt-6")
   reader = tf.train.load_checkpoint(latest)
