@@ -742,7 +742,7 @@ def _check_restorable(scaffold, checkpoint_path):
 
 
 def _extract_keys(predictions, predict_keys):
-  if predict_keys is None:
+  if not predict_keys:  # None or empty: every prediction, as tf.estimator
     return predictions
   if isinstance(predict_keys, str):
     predict_keys = [predict_keys]
@@ -750,13 +750,17 @@ def _extract_keys(predictions, predict_keys):
     raise ValueError(
         f"predict_keys argument is not valid in case of non-dict predictions "
         f"({predictions!r}); model_fn returned a single tensor.")
-  existing = set(predictions)
-  missing = [k for k in predict_keys if k not in existing]
-  if missing:
+  missing = [k for k in predict_keys if k not in predictions]
+  kept = {key: predictions[key] for key in predict_keys if key in predictions}
+  if not kept:
     raise ValueError(
-        f"Expected to run at least one output from {sorted(existing)}, provided "
-        f"{list(predict_keys)}: {missing} not among the predictions.")
-  return {key: predictions[key] for key in predict_keys}
+        f"Expected to run at least one output from {sorted(predictions)}, provided "
+        f"{list(predict_keys)}: none of them is among the predictions.")
+  if missing:
+    # tf.estimator dropped unknown keys silently; a typo deserves a word.
+    _logging.warning("predict_keys %s are not among the predictions %s; predicting %s.",
+                     missing, sorted(predictions), sorted(kept))
+  return kept
 
 
 def _batch_length(batch):

@@ -15,10 +15,24 @@ the training data: the input_fn takes `input_context` and calls
         python examples/cluster_train.py --model_dir /tmp/linear_sync --sync
 
 Each training task logs where its variables live and, at the end, how many
-steps it ran itself against the final global step.
+steps it ran itself against the final global step; the chief also runs a
+chief-only hook (EstimatorSpec's `training_chief_hooks`).
+
+This model's steps take about a millisecond, so a short run can end before a
+late worker has made a step, or before the evaluator has started (it then
+evaluates only the final checkpoint). For a demo (or a test), `--hold_workers`
+makes the chief wait before its first step until a worker has made one, and
+`--hold_evaluator` makes every training task wait until the evaluator has
+evaluated once (_HoldHook); a real model's steps are slow enough without them:
+
+    python -m estimator_lite.launch --ps 1 --workers 1 --evaluator -- \\
+        python examples/cluster_train.py --model_dir /tmp/linear \\
+        --hold_workers --hold_evaluator
 """
 import argparse
 import json
+import os
+import time
 
 import tensorflow as tf
 
@@ -73,6 +87,65 @@ class _ReportHook(est.SessionRunHook):
         self._local_steps, session.run(self._global_step))
 
 
+class _ChiefOnlyHook(est.SessionRunHook):
+  """Says once that it ran: EstimatorSpec(training_chief_hooks=...) run on the chief only.
+
+  Put there what only one task should do, such as writing extra summaries or
+  files; every training task runs `training_hooks`.
+  """
+
+  def __init__(self, task_type):
+    self._task_type = task_type
+
+  def after_create_session(self, session, coord):
+    del session, coord
+    tf.compat.v1.logging.info("cluster_train: chief-only hook ran on %s", self._task_type)
+
+
+class _HoldHook(est.SessionRunHook):
+  """Holds a training task before its first step until the other tasks are under way.
+
+  The chief waits until another training task has made a step (the global
+  step moved while the chief stood still); with `eval_dir`, every training
+  task also waits until the evaluator has evaluated once (its events are in
+  `eval_dir`: the chief saves a checkpoint before its first step). At most
+  `max_secs`. Holding before the first step works for synchronous training
+  too: a worker can complete a round alone with the tokens the chief has
+  not taken yet.
+  """
+
+  def __init__(self, task, max_secs, wait_for_workers, eval_dir=None):
+    self._task = task
+    self._max_secs = max_secs
+    self._wait_for_workers = wait_for_workers
+    self._eval_events = eval_dir and os.path.join(eval_dir, "events.out.tfevents.*")
+    self._held = False
+
+  def begin(self):
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    if self._held:
+      return
+    self._held = True
+    session = run_context.session
+    held_at = session.run(self._global_step)
+    start = time.monotonic()
+    while not self._may_go_on(session, held_at):
+      if time.monotonic() - start > self._max_secs:
+        tf.compat.v1.logging.warning("cluster_train %s: stopped waiting after %g secs.",
+                                     self._task, self._max_secs)
+        break
+      time.sleep(0.1)
+    tf.compat.v1.logging.info("cluster_train %s: held at global step %d for %.1f secs",
+                              self._task, held_at, time.monotonic() - start)
+
+  def _may_go_on(self, session, held_at):
+    if self._eval_events and not tf.io.gfile.glob(self._eval_events):
+      return False
+    return not self._wait_for_workers or session.run(self._global_step) > held_at
+
+
 def model_fn(features, labels, mode, params, config):
   weights = tf.compat.v1.get_variable("weights", [NUM_FEATURES, 1],
                                       initializer=tf.compat.v1.zeros_initializer())
@@ -94,7 +167,8 @@ def model_fn(features, labels, mode, params, config):
         optimizer, replicas_to_aggregate=replicas, total_num_replicas=replicas)
     hooks.append(optimizer.make_session_run_hook(config.is_chief))
   train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
-  return est.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks)
+  return est.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks,
+                           training_chief_hooks=[_ChiefOnlyHook(config.task_type)])
 
 
 def main(argv=None):
@@ -113,6 +187,13 @@ def main(argv=None):
   parser.add_argument("--max_worker_delay_secs", type=float, default=None,
                       help="cap on the workers' staggered start (default: 5 s per worker, "
                       "at most 60)")
+  parser.add_argument("--hold_workers", action="store_true",
+                      help="the chief waits before its first step until a worker has made one")
+  parser.add_argument("--hold_evaluator", action="store_true",
+                      help="training waits before its first step until the evaluator has "
+                      "evaluated once (for the launcher's --evaluator)")
+  parser.add_argument("--hold_secs", type=float, default=60,
+                      help="the longest a --hold_* flag makes a task wait")
   args = parser.parse_args(argv)
 
   tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
@@ -124,9 +205,14 @@ def main(argv=None):
   estimator = est.Estimator(model_fn, config=config, params={
       "learning_rate": args.learning_rate, "sync": args.sync})
   task = f"{config.task_type}:{config.task_id}"
+  hooks = [_ReportHook(task)]
+  wait_for_workers = args.hold_workers and config.is_chief and config.num_worker_replicas > 1
+  if wait_for_workers or args.hold_evaluator:
+    hooks.append(_HoldHook(task, args.hold_secs, wait_for_workers,
+                           eval_dir=estimator.eval_dir() if args.hold_evaluator else None))
   train_spec = est.TrainSpec(
       lambda input_context: train_input_fn(input_context, args.num_rows, args.batch_size),
-      max_steps=args.max_steps, hooks=[_ReportHook(task)])
+      max_steps=args.max_steps, hooks=hooks)
   eval_spec = est.EvalSpec(
       lambda: eval_input_fn(args.num_rows, args.batch_size), steps=args.eval_steps,
       start_delay_secs=args.start_delay_secs, throttle_secs=args.throttle_secs)

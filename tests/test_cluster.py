@@ -119,13 +119,21 @@ def final_checkpoint_step(model_dir):
   return int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir), "global_step"))
 
 
+def latest_checkpoint_name_step(model_dir):
+  return int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
+
+
 def test_async_cluster_with_evaluator_through_the_launcher(tmp_path):
   model_dir = str(tmp_path / "model")
   max_steps = 1000
+  # --hold_*: the chief starts training once the worker has made a step, and
+  # the worker once the evaluator has evaluated (the chief's first checkpoint),
+  # so neither depends on how fast the processes start on a loaded machine.
   status, output = run_launcher(
       tmp_path, ["--ps", "1", "--workers", "1", "--evaluator", "--grace-secs", "90"],
       ["--model_dir", model_dir, "--max_steps", str(max_steps), "--save_checkpoints_steps", "100",
-       "--keep_checkpoint_max", "3", "--eval_steps", "2", "--max_worker_delay_secs", "0.5"])
+       "--keep_checkpoint_max", "3", "--eval_steps", "2", "--max_worker_delay_secs", "0.5",
+       "--hold_workers", "--hold_evaluator", "--hold_secs", "150"])
   tail = output[-6000:].decode(errors="replace")
   assert status == 0, tail
   # Every line carries its task's prefix. (Before its first line, the
@@ -135,14 +143,21 @@ def test_async_cluster_with_evaluator_through_the_launcher(tmp_path):
   assert all(_PREFIX.match(line) for line in lines[first:] if line.strip()), tail
   chief, worker = lines_of(output, "chief:0"), lines_of(output, "worker:0")
   evaluator = lines_of(output, "evaluator:0")
+  assert b"stopped waiting after" not in output, tail  # the hold ended as intended
 
-  # Training reached max_steps; the final checkpoint is there.
+  # Training reached max_steps; the final checkpoint is there, saved by the
+  # chief only. Its name is the step the chief read when it saved; the
+  # worker's steps may still land during the save, so the global step stored
+  # in it (what the evaluator reports) can be past the name, never before.
+  name_step = latest_checkpoint_name_step(model_dir)
   final_step = final_checkpoint_step(model_dir)
-  assert final_step >= max_steps
-
-  # Only the chief saved checkpoints, the final one included.
+  assert name_step >= max_steps
   assert saved_checkpoint_steps(worker) == []
-  assert saved_checkpoint_steps(chief)[0] == 0 and saved_checkpoint_steps(chief)[-1] == final_step
+  assert saved_checkpoint_steps(chief)[0] == 0 and saved_checkpoint_steps(chief)[-1] == name_step
+
+  # training_chief_hooks ran on the chief, once, and not on the worker.
+  assert len(_report(chief, r"chief-only hook ran on chief$")) == 1, tail
+  assert _report(worker, r"chief-only hook ran on") == []
 
   # The variables live on the ps, for the chief and the worker alike.
   for lines in (chief, worker):
@@ -155,12 +170,16 @@ def test_async_cluster_with_evaluator_through_the_launcher(tmp_path):
   worker_steps, worker_seen = local_steps_and_global_step(worker)
   assert chief_steps > 0 and worker_steps > 0
   assert chief_steps + worker_steps == max(chief_seen, worker_seen)
+  assert name_step <= final_step <= max(chief_seen, worker_seen)
 
-  # The evaluator evaluated distinct checkpoints, each once, the final one
-  # last, wrote them as eval events, and exited on its own with status 0.
+  # The evaluator evaluated distinct checkpoints, each once (the first, step
+  # 0, while training was held), wrote them as eval events, and exited on its
+  # own with status 0 after one at or past max_steps: the final one, unless a
+  # periodic save also landed past max_steps (then it may stop at that one,
+  # as tf.estimator's evaluator did).
   steps = evaluated_steps(evaluator)
   assert len(steps) >= 2 and steps == sorted(set(steps)), steps
-  assert steps[-1] == final_step
+  assert steps[0] == 0 and max_steps <= steps[-1] <= final_step, steps
   assert eval_event_steps(model_dir) == set(steps)
   summary = lines_of(output, "launch")[-1]
   assert "evaluator:0 exited with 0" in summary and "chief:0 exited with 0" in summary, summary
@@ -170,12 +189,15 @@ def test_async_cluster_with_evaluator_through_the_launcher(tmp_path):
 def test_sync_replicas_cluster_aggregates_one_update_per_round(tmp_path):
   model_dir = str(tmp_path / "model")
   max_steps = 60
+  # The chief alone could run every round (taking both tokens of each):
+  # --hold_workers makes it start once the worker has made a step.
   status, output = run_launcher(
       tmp_path, ["--ps", "1", "--workers", "1", "--grace-secs", "60"],
       ["--model_dir", model_dir, "--max_steps", str(max_steps), "--save_checkpoints_steps", "30",
-       "--sync", "--max_worker_delay_secs", "0.5"])
+       "--sync", "--max_worker_delay_secs", "0.5", "--hold_workers", "--hold_secs", "150"])
   tail = output[-6000:].decode(errors="replace")
   assert status == 0, tail
+  assert b"stopped waiting after" not in output, tail
   chief, worker = lines_of(output, "chief:0"), lines_of(output, "worker:0")
   chief_steps, chief_seen = local_steps_and_global_step(chief)
   worker_steps, worker_seen = local_steps_and_global_step(worker)
@@ -220,34 +242,66 @@ def test_master_trains_and_evaluates(tmp_path):
   assert status == 0, log[-6000:]
   lines = log.splitlines()
   assert variable_devices(lines)["weights"].startswith("/job:ps/task:0")
-  # A master is a chief that evaluates after its saves, like local mode.
+  # A master is a chief that evaluates after its saves, like local mode, and
+  # runs training_chief_hooks.
+  assert len(_report(lines, r"chief-only hook ran on master$")) == 1, log[-6000:]
   assert saved_checkpoint_steps(lines) == [0, 100, 200]
   assert evaluated_steps(lines) == [100, 200]
   assert eval_event_steps(model_dir) == {100, 200}
 
 
 # -- the launcher itself, with stand-in programs (no TensorFlow) --------------------------
+# Each task says it started by creating a file in `marks` (argv[2]). The chief
+# exits (with argv[1]) only once all `count` tasks (argv[3]) have printed, so
+# none is stopped before its output however slowly the machine starts them.
+# A worker exits once the launcher has reaped the chief (its PID is gone): it
+# outlives the chief, and the launcher must wait for it. ps and evaluator run
+# until stopped. Every wait is bounded: a broken launcher fails the test.
 _FAKE_TASK = r"""
-import json, os, sys, time
+import glob, json, os, sys, time
 config = json.loads(os.environ["TF_CONFIG"])
-job = config["task"]["type"]
+job, index = config["task"]["type"], config["task"]["index"]
+status, marks, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 print("tf_config", json.dumps(config), flush=True)
 print("no newline at the end", end="", flush=True)
+with open(os.path.join(marks, f"{job}_{index}.started"), "w") as f:
+  f.write(str(os.getpid()))
+
+def wait_until(condition, secs=60):
+  deadline = time.monotonic() + secs
+  while not condition() and time.monotonic() < deadline:
+    time.sleep(0.01)
+
+def chief_gone():
+  try:
+    with open(os.path.join(marks, "chief_0.started")) as f:
+      os.kill(int(f.read()), 0)
+  except (FileNotFoundError, ValueError):
+    return False  # not started (or not written) yet
+  except ProcessLookupError:
+    return True
+  return False
+
 if job == "chief":
-  time.sleep(0.5)
-  sys.exit(int(sys.argv[1]))
+  wait_until(lambda: len(glob.glob(os.path.join(marks, "*.started"))) >= count)
+  sys.exit(status)
 if job == "worker":
-  time.sleep(1)
+  wait_until(chief_gone)
   sys.exit(0)
-time.sleep(600)  # ps and evaluator: until stopped
+time.sleep(600)
 """
+# How long the launcher waits for workers and the evaluator after the chief:
+# the workers exit within milliseconds of it (a wide margin on a loaded
+# machine); the evaluator never does, and is stopped when it is over.
+_FAKE_GRACE_SECS = 10
 
 
 @pytest.mark.parametrize("chief_status", [0, 3])
 def test_launcher_prefixes_output_and_exits_with_the_chiefs_status(tmp_path, chief_status):
   out = io.BytesIO()
-  status = launch.run_cluster([sys.executable, "-c", _FAKE_TASK, str(chief_status)], num_ps=2,
-                              num_workers=2, evaluator=True, grace_secs=3, out=out)
+  status = launch.run_cluster(
+      [sys.executable, "-c", _FAKE_TASK, str(chief_status), str(tmp_path), "6"], num_ps=2,
+      num_workers=2, evaluator=True, grace_secs=_FAKE_GRACE_SECS, out=out)
   assert status == chief_status
   lines = out.getvalue().splitlines()
   assert all(_PREFIX.match(line) for line in lines), lines
@@ -269,7 +323,8 @@ def test_launcher_prefixes_output_and_exits_with_the_chiefs_status(tmp_path, chi
   summary = lines[-1].decode()
   assert "ps:0 stopped" in summary and "ps:1 stopped" in summary, summary
   # The evaluator never finishes here: stopped after the grace (or at once
-  # when the chief failed). Workers that finish in time are waited for.
+  # when the chief failed). Workers still running when the chief exits are
+  # waited for when it succeeded.
   assert "evaluator:0 stopped" in summary, summary
   if chief_status == 0:
     assert "worker:0 exited with 0" in summary and "worker:1 exited with 0" in summary, summary

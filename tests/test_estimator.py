@@ -539,3 +539,123 @@ def test_no_model_dir_uses_a_logged_temporary_directory(linear_model_fn, tf_logs
   assert estimator.config.model_dir == estimator.model_dir
   assert ("Using temporary folder as model directory: " + estimator.model_dir) in tf_logs.text
   os.rmdir(estimator.model_dir)  # nothing was written; leave no trace
+
+
+# -- RunConfig / Estimator knobs --------------------------------------------------
+
+def test_run_config_and_estimator_knobs_behave_as_in_tf_estimator(
+    tmp_path, linear_data, make_input_fn):
+  """Each knob as tf.estimator 2.15 documents it, and as it behaved there on this program.
+
+  keep_checkpoint_max with save_checkpoints_steps, predict_keys,
+  checkpoint_path for evaluate and predict, params, device_fn, a model_fn's
+  Scaffold(init_fn=...), and session_config.
+  """
+  x, y = linear_data
+  model_dir = str(tmp_path / "model")
+  seen = {"params": [], "variable_devices": {}, "session_devices": {}, "init_fn": []}
+
+  class SessionDevicesHook(tf.compat.v1.train.SessionRunHook):
+    """Records the devices of the session each mode runs in."""
+
+    def __init__(self, mode):
+      self._mode = mode
+
+    def after_create_session(self, session, coord):
+      seen["session_devices"][self._mode] = sorted(d.device_type for d in session.list_devices())
+
+  def model_fn(features, labels, mode, params):
+    seen["params"].append(params)
+    w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+    b = tf.compat.v1.get_variable("b", [1], initializer=tf.compat.v1.zeros_initializer())
+    seen["variable_devices"][mode] = {v.op.name: v.device for v in (w, b)}
+
+    def init_fn(scaffold, session):
+      # Runs after init_op, only when nothing was restored: start from w = [1, 1].
+      del scaffold
+      seen["init_fn"].append(mode)
+      w.load([[1.0], [1.0]], session)
+
+    scaffold = tf.compat.v1.train.Scaffold(init_fn=init_fn)
+    prediction = tf.matmul(features["x"], w) + b
+    predictions = {"y": prediction, "doubled": 2.0 * prediction}
+    hooks = [SessionDevicesHook(mode)]
+    if mode == est.ModeKeys.PREDICT:
+      return est.EstimatorSpec(mode, predictions=predictions, scaffold=scaffold,
+                               prediction_hooks=hooks)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, prediction)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(params["learning_rate"]).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return est.EstimatorSpec(mode, loss=loss, train_op=train_op, scaffold=scaffold,
+                             training_hooks=hooks, evaluation_hooks=hooks)
+
+  def device_fn(op):
+    # Variables on a second CPU, which exists only with the session_config below.
+    return "/device:CPU:1" if op.type in ("VarHandleOp", "VariableV2") else ""
+
+  # Two CPU devices and no soft placement: training only works if both the
+  # device_fn and this session_config are applied.
+  session_config = tf.compat.v1.ConfigProto(device_count={"CPU": 2, "GPU": 0},
+                                            allow_soft_placement=False)
+  params = {"learning_rate": 0.1}
+  estimator = est.Estimator(model_fn, model_dir=model_dir, params=params, config=_config(
+      save_checkpoints_steps=2, keep_checkpoint_max=2, device_fn=device_fn,
+      session_config=session_config))
+
+  # params: a copy of what was given, passed to model_fn.
+  assert estimator.params == params and estimator.params is not params
+  estimator.params["learning_rate"] = 5.0
+  assert estimator.params == params
+
+  # No checkpoint: evaluate runs init_op, then the model's init_fn (w = [1, 1]).
+  eval_input_fn = make_input_fn(x, y, repeat=False)
+  before = estimator.evaluate(eval_input_fn)
+  np.testing.assert_allclose(before["loss"], np.mean((x.sum(axis=1, keepdims=True) - y) ** 2),
+                             rtol=1e-5)
+  estimator.train(make_input_fn(x, y), steps=7)
+  # init_fn ran once per session built from scratch: never once a checkpoint exists.
+  assert seen["init_fn"] == [est.ModeKeys.EVAL, est.ModeKeys.TRAIN]
+  assert seen["params"] and all(p == params for p in seen["params"])
+
+  # device_fn applies to the training graph only (as in tf.estimator);
+  # session_config to every session.
+  assert seen["variable_devices"][est.ModeKeys.TRAIN] == {"w": "/device:CPU:1",
+                                                         "b": "/device:CPU:1"}
+  assert seen["variable_devices"][est.ModeKeys.EVAL] == {"w": "", "b": ""}
+
+  # Saved at 0, 2, 4, 6 and 7; only the newest 2 remain, on disk and in the index.
+  checkpoint_files = sorted(f for f in os.listdir(model_dir) if f.startswith("model.ckpt-"))
+  assert checkpoint_files == [f"model.ckpt-{step}.{suffix}" for step in (6, 7)
+                              for suffix in ("data-00000-of-00001", "index", "meta")]
+  state = tf.train.get_checkpoint_state(model_dir)
+  older, latest = (os.path.join(model_dir, f"model.ckpt-{step}") for step in (6, 7))
+  assert state.model_checkpoint_path == latest
+  assert list(state.all_model_checkpoint_paths) == [older, latest]
+
+  # checkpoint_path picks an older checkpoint for evaluate and predict.
+  assert estimator.evaluate(eval_input_fn)["global_step"] == 7
+  at_6 = estimator.evaluate(eval_input_fn, checkpoint_path=older)
+  assert at_6["global_step"] == 6
+  # tf.estimator 2.15 running this same program reports 2.4837124.
+  np.testing.assert_allclose(at_6["loss"], 2.4837124, rtol=1e-5)
+  predict_input_fn = make_input_fn(x, repeat=False)
+  at_latest = np.stack([p["y"] for p in estimator.predict(predict_input_fn)])
+  at_older = np.stack([p["y"] for p in estimator.predict(predict_input_fn,
+                                                         checkpoint_path=older)])
+  assert not np.allclose(at_older, at_latest)
+  assert seen["init_fn"] == [est.ModeKeys.EVAL, est.ModeKeys.TRAIN]
+
+  # predict_keys keeps only those keys. As in tf.estimator, a key the model
+  # does not predict is dropped (with a warning) when another one is kept,
+  # and an error names the keys when none is.
+  for keys in (["doubled"], ["doubled", "nope"]):
+    doubled = list(estimator.predict(predict_input_fn, predict_keys=keys))
+    assert {tuple(p) for p in doubled} == {("doubled",)}
+    np.testing.assert_allclose(np.stack([p["doubled"] for p in doubled]), 2 * at_latest,
+                               rtol=1e-6)
+  with pytest.raises(ValueError, match=r"provided \['nope'\]"):
+    next(estimator.predict(predict_input_fn, predict_keys=["nope"]))
+
+  # Every session had the two CPUs that session_config asked for (the default has one).
+  assert seen["session_devices"] == {mode: ["CPU", "CPU"] for mode in (
+      est.ModeKeys.TRAIN, est.ModeKeys.EVAL, est.ModeKeys.PREDICT)}
