@@ -112,6 +112,9 @@ def _compile_structure(structure, graph, tensors, ops):
       leaf = graph.as_graph_element(leaf, allow_tensor=True, allow_operation=True)
     except (KeyError, ValueError, TypeError):
       return None
+  if (isinstance(leaf, (tf.Operation, tf.Tensor)) and getattr(leaf, "graph", None) is graph
+      and not graph.is_fetchable(leaf)):
+    return None  # Session.run raises its own error for it
   if isinstance(leaf, tf.Operation) and leaf.graph is graph:
     ops.setdefault(leaf.name, leaf)
     return lambda values: None
@@ -141,20 +144,24 @@ class _Step:
   def __init__(self, session, fetches):
     self.fetches = fetches
     self.compiled = False
-    # Also validates the fetches exactly as Session.run would (its errors).
-    self.run = session.make_callable(fetches)
     tensors, ops = {}, {}
     rebuild = _compile_structure(fetches, session.graph, tensors, ops)
     make = getattr(session, "_make_callable_from_options", None)
-    if rebuild is None or make is None or not (tensors or ops):
-      return
-    options = config_pb2.CallableOptions(fetch=list(tensors), target=list(ops))
-    try:
-      raw = make(options)
-    except (tf.errors.OpError, NotImplementedError):  # a session without callables
-      return
-    self.run = lambda: rebuild(raw())
-    self.compiled = True
+    if rebuild is not None and make is not None and (tensors or ops):
+      options = config_pb2.CallableOptions(fetch=list(tensors), target=list(ops))
+      try:
+        raw = make(options)
+      except (tf.errors.OpError, NotImplementedError):
+        pass  # a session without callables, or an unfetchable tensor: see below
+      else:
+        self.run = lambda: rebuild(raw())
+        self.compiled = True
+        return
+    # Session.make_callable handles every fetch Session.run does, and raises
+    # Session.run's errors for bad ones. It is made only here: each callable
+    # costs TensorFlow a graph pruning and optimization pass (milliseconds,
+    # paid before the first step and at each new fetch structure).
+    self.run = session.make_callable(fetches)
 
 
 class FastSession(_tf_session.SessionInterface):

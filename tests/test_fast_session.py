@@ -20,13 +20,16 @@ def graph_and_sessions():
     x = _v1.placeholder_with_default(tf.constant(2.0), [], name="x")
     doubled = tf.identity(2.0 * x, name="doubled")
     bad = tf.debugging.check_numerics(tf.math.log(x - 2.0), "log of x - 2")
+    unfetchable = tf.identity(x, name="unfetchable")
+    graph.prevent_fetching(unfetchable.op)
     saver = _v1.train.Saver()
     plain = _v1.Session(graph=graph)
     plain.run(_v1.global_variables_initializer())
   graph.finalize()
   fast = _fast_session.FastSession(plain)
   yield dict(graph=graph, counter=counter, read=read, increment=increment, x=x,
-             doubled=doubled, bad=bad, saver=saver, plain=plain, fast=fast)
+             doubled=doubled, bad=bad, unfetchable=unfetchable, saver=saver, plain=plain,
+             fast=fast)
   plain.close()
 
 
@@ -59,6 +62,14 @@ def test_results_errors_options_and_feeds_match_session_run(graph_and_sessions, 
                       "dict": True, "Pair": True, "name": True, "Operation": True}
   # A fresh string naming a tensor (as some hooks build each step) is found by value.
   assert fast.run("".join(["doub", "led:0"])) == 4.0
+
+  # A tensor marked not fetchable (as TensorFlow marks those inside v1
+  # control flow): Session.run's own error, not a C++ one.
+  with pytest.raises(ValueError, match="not fetchable") as from_plain:
+    plain.run(g["unfetchable"])
+  with pytest.raises(ValueError, match="not fetchable") as from_fast:
+    fast.run([g["doubled"], g["unfetchable"]])
+  assert str(from_fast.value) == str(from_plain.value)
 
   # Feeds go through Session.run.
   assert fast.run(g["doubled"], feed_dict={g["x"]: 5.0}) == 10.0
