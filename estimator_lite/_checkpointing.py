@@ -7,11 +7,18 @@
 * A checkpoint from a different model (a variable missing, or of another
   shape) is reported before the session tries to restore it, naming every
   mismatched variable, instead of TensorFlow's restore error.
+* graph.pbtxt is written beside the first checkpoint as tf.estimator wrote
+  it, but off the path to the first training step (see
+  SafeCheckpointSaverHook.after_create_session).
 """
 import errno
 import os
+import threading
 
 import tensorflow as tf
+# create_meta_graph_def is what CheckpointSaverHook itself uses for the graph
+# events; it has no public name.
+from tensorflow.python.framework import meta_graph  # pylint: disable=g-direct-tensorflow-import
 
 
 class CheckpointSaveError(OSError):
@@ -19,7 +26,36 @@ class CheckpointSaveError(OSError):
 
 
 class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
-  """TensorFlow's CheckpointSaverHook whose failed saves raise CheckpointSaveError."""
+  """TensorFlow's CheckpointSaverHook whose failed saves raise CheckpointSaveError.
+
+  It writes the same files and events, with one change of timing:
+  `graph.pbtxt` is written by a background thread, which `end()` waits for.
+  Its text encoding runs in pure Python (protobuf's text_format) and took
+  about a sixth of the time from `train()` to the first step on the
+  benchmarks' linear model; nothing reads the file during training.
+  """
+
+  def after_create_session(self, session, coord):
+    # CheckpointSaverHook.after_create_session, with the GraphDef built once
+    # (it built it twice here) and the text file written in the background.
+    global_step = session.run(self._global_step_tensor)
+    graph = tf.compat.v1.get_default_graph()
+    graph_def = graph.as_graph_def(add_shapes=True)
+    if self._save_graph_def:
+      self._graph_writer = _GraphTextWriter(graph_def, self._checkpoint_dir)
+    saver = self._get_saver()
+    self._summary_writer.add_graph(graph)
+    self._summary_writer.add_meta_graph(meta_graph.create_meta_graph_def(
+        graph_def=graph_def, saver_def=saver.saver_def if saver else None))
+    # The checkpoint saved here is the state at step `global_step`.
+    self._save(session, global_step)
+    self._timer.update_last_triggered_step(global_step)
+
+  def end(self, session):
+    super().end(session)
+    writer = getattr(self, "_graph_writer", None)
+    if writer is not None:
+      writer.wait()
 
   def _save(self, session, step):
     try:
@@ -34,6 +70,29 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
           f"{checkpoint_dir}: {cause.strip()}. Is the disk full or the directory "
           f"not writable? The previous checkpoint ({previous or 'none yet'}) is "
           "intact: free space (or fix permissions) and restart to resume from it.") from e
+
+
+class _GraphTextWriter:
+  """Writes `model_dir/graph.pbtxt` in a thread; `wait()` joins it and raises its error."""
+
+  def __init__(self, graph_def, directory):
+    self._error = None
+    # Not a daemon: a training that fails still leaves the file complete
+    # (tf.io.write_graph replaces it atomically) before the process exits.
+    self._thread = threading.Thread(target=self._write, args=(graph_def, directory),
+                                    name="estimator_lite_graph_pbtxt")
+    self._thread.start()
+
+  def _write(self, graph_def, directory):
+    try:
+      tf.io.write_graph(graph_def, directory, "graph.pbtxt")
+    except (tf.errors.OpError, OSError) as e:
+      self._error = e
+
+  def wait(self):
+    self._thread.join()
+    if self._error is not None:
+      raise self._error
 
 
 def _checkpoint_name(variable):
