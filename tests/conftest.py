@@ -183,3 +183,27 @@ def _communicate_or_kill(proc, timeout):
 def communicate_or_kill():
   """Returns `finish(proc, timeout) -> output`: wait for a Popen, never leave it running."""
   return _communicate_or_kill
+
+
+def one_weight_model_fn(features, labels, mode):
+  """y = w * x with one weight "w" (zero at the start), GradientDescent 0.05.
+
+  With `one_weight_input_fn` (x = 1, 2; y = 2x) training moves w towards 2.
+  For tests that need a model but not a particular one (plain function, not a
+  fixture: importable with `from conftest import ...`).
+  """
+  weight = tf.compat.v1.get_variable("w", [1, 1], initializer=tf.compat.v1.zeros_initializer())
+  prediction = tf.matmul(features["x"], weight)
+  if mode == est.ModeKeys.PREDICT:
+    return est.EstimatorSpec(mode, predictions={"y": prediction})
+  loss = tf.compat.v1.losses.mean_squared_error(labels, prediction)
+  if mode == est.ModeKeys.EVAL:
+    return est.EstimatorSpec(mode, loss=loss)
+  optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
+  return est.EstimatorSpec(mode, loss=loss, train_op=optimizer.minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step()))
+
+
+def one_weight_input_fn():
+  """The two examples (x = 1, y = 2) and (x = 2, y = 4) as one batch, repeated forever."""
+  return tf.data.Dataset.from_tensors(({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])).repeat()

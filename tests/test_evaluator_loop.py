@@ -18,27 +18,14 @@ import pytest
 import tensorflow as tf
 
 import estimator_lite as est
+from conftest import one_weight_input_fn as input_fn
+from conftest import one_weight_model_fn as model_fn
 
 # Generous bounds for a loaded 2-core machine; the assertions are much tighter.
 _THREAD_TIMEOUT_SECS = 60
 EVALUATOR_TF_CONFIG = json.dumps({
     "cluster": {"chief": ["localhost:1"], "ps": ["localhost:2"]},
     "task": {"type": "evaluator", "index": 0}})
-
-
-def model_fn(features, labels, mode):
-  weight = tf.compat.v1.get_variable("w", [1, 1], initializer=tf.compat.v1.zeros_initializer())
-  prediction = tf.matmul(features["x"], weight)
-  loss = tf.compat.v1.losses.mean_squared_error(labels, prediction)
-  if mode == est.ModeKeys.EVAL:
-    return est.EstimatorSpec(mode, loss=loss)
-  optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
-  return est.EstimatorSpec(mode, loss=loss, train_op=optimizer.minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step()))
-
-
-def input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])).repeat()
 
 
 @pytest.fixture(scope="module")

@@ -9,24 +9,8 @@ import tensorflow as tf
 
 import estimator_lite as est
 from estimator_lite import launch
-
-
-# -- a tiny model -------------------------------------------------------------------
-def model_fn(features, labels, mode):
-  weight = tf.compat.v1.get_variable("w", [1, 1], initializer=tf.compat.v1.zeros_initializer())
-  prediction = tf.matmul(features["x"], weight)
-  if mode == est.ModeKeys.PREDICT:
-    return est.EstimatorSpec(mode, predictions={"y": prediction})
-  loss = tf.compat.v1.losses.mean_squared_error(labels, prediction)
-  if mode == est.ModeKeys.EVAL:
-    return est.EstimatorSpec(mode, loss=loss)
-  optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
-  return est.EstimatorSpec(mode, loss=loss, train_op=optimizer.minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step()))
-
-
-def input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])).repeat()
+from conftest import one_weight_input_fn as input_fn
+from conftest import one_weight_model_fn as model_fn
 
 
 class RecordingExporter:
