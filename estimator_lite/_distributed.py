@@ -287,13 +287,12 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
             else config.master)
   # The checkpoint is checked on every task: one that failed alone would
   # leave the others waiting for it in the initial broadcast.
-  nan_guard, hooks, chief_saver = estimator._training_hooks(  # pylint: disable=protected-access
-      spec, worker_hooks, global_step_read, saving_listeners, check_checkpoint=True)
-  hooks = [nan_guard] + hooks  # first of all hooks, see Estimator._training_hooks
+  hooks, chief_saver = estimator._training_hooks(  # pylint: disable=protected-access
+      spec, worker_hooks, global_step_read, saving_listeners, check_checkpoint=True,
+      is_chief=is_chief)
   scaffold = spec.scaffold
   writer_hooks = []
   if is_chief:
-    hooks.extend(spec.training_chief_hooks)
     if config.log_step_count_steps:
       writer_hooks.append(tf.compat.v1.train.StepCounterHook(
           every_n_steps=config.log_step_count_steps, output_dir=model_dir))

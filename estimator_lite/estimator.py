@@ -382,17 +382,10 @@ class Estimator:
   def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners):
     """Runs the training session; `logged_step` is the step the loss log shows."""
     config = self._config
-    nan_guard, worker_hooks, chief_saver = self._training_hooks(
+    worker_hooks, chief_saver = self._training_hooks(
         spec, worker_hooks, logged_step, saving_listeners,
-        check_checkpoint=config.is_chief)
+        check_checkpoint=config.is_chief, is_chief=config.is_chief)
     watcher = _preemption.SigtermWatcher()
-    # The NaN guard runs first: on the chief, MonitoredTrainingSession runs
-    # chief-only hooks before all others, so it heads those.
-    if config.is_chief:
-      hooks = worker_hooks + [watcher.hook()] + chief_saver
-      chief_only_hooks = [nan_guard] + list(spec.training_chief_hooks)
-    else:
-      hooks, chief_only_hooks = [nan_guard] + worker_hooks + [watcher.hook()], []
     # MonitoredTrainingSession, except that a worker notices the chief's
     # initialisation within a second instead of 30 (see _cluster_session).
     open_session = functools.partial(
@@ -401,8 +394,7 @@ class Estimator:
         is_chief=config.is_chief,
         checkpoint_dir=self._model_dir,
         scaffold=spec.scaffold,
-        hooks=hooks,
-        chief_only_hooks=chief_only_hooks,
+        hooks=worker_hooks + [watcher.hook()] + (chief_saver if config.is_chief else []),
         save_checkpoint_secs=0,
         save_summaries_steps=config.save_summary_steps,
         config=config.session_config,
@@ -411,7 +403,8 @@ class Estimator:
         save_graph_def=config.checkpoint_save_graph_def)
     return self._run_training_session(open_session, spec, watcher)
 
-  def _training_hooks(self, spec, hooks, logged_step, saving_listeners, check_checkpoint):
+  def _training_hooks(self, spec, hooks, logged_step, saving_listeners, check_checkpoint,
+                      is_chief):
     """Builds the hooks of a training session (shared with _distributed).
 
     Also applies warm-starting and adds the `loss` summary to the graph.
@@ -422,17 +415,20 @@ class Estimator:
       logged_step: the global step tensor the NaN guard and the loss log show.
       saving_listeners: CheckpointSaverListeners for the checkpoint saver.
       check_checkpoint: check that model_dir's checkpoint fits this graph.
+      is_chief: include spec.training_chief_hooks.
 
     Returns:
-      (the NaN guard, the other hooks every task runs, [the default checkpoint
-      saver] or []). The caller runs the NaN guard before every other hook,
-      training_chief_hooks included: a user's NanTensorHook(loss) would
-      otherwise raise first, with TensorFlow's message that lacks the step,
-      and a CheckpointSaverHook (the user's own, or one due on that step)
-      would first save the NaN weights of the failed step, as tf.estimator
-      2.15 did. An exception out of a hook ends training without the
-      savers' final save. The default saver runs on the chief only, after the
-      other hooks.
+      (the hooks in the order they must run, [the default checkpoint saver]
+      or []). The NaN guard comes first, then the chief hooks (on the chief),
+      then the others: a user's NanTensorHook(loss) would otherwise raise
+      first, with TensorFlow's message that lacks the step, and a
+      CheckpointSaverHook (the user's own, or one due on that step) would
+      first save the NaN weights of the failed step, as tf.estimator 2.15
+      did. An exception out of a hook ends training without the savers'
+      final save. The caller passes the chief hooks nowhere else
+      (MonitoredTrainingSession's chief_only_hooks would run them before the
+      guard), and runs the default saver, on the chief only, after the other
+      hooks.
 
     Raises:
       ValueError: saving_listeners without any checkpoint saver, or a
@@ -442,8 +438,8 @@ class Estimator:
     if self._warm_start_settings:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
-    hooks = list(hooks)
-    nan_guard = _nan_loss.NanLossHook(spec.loss, logged_step)
+    hooks = ([_nan_loss.NanLossHook(spec.loss, logged_step)] +
+             (list(spec.training_chief_hooks) if is_chief else []) + list(hooks))
     if config.log_step_count_steps is not None:
       # LoggingTensorHook counts Session.run calls; with steps_per_loop each
       # call is steps_per_loop steps.
@@ -475,7 +471,7 @@ class Estimator:
       # The hook keeps its listeners in a private list; adding ours there is
       # what tf.estimator did, and keeps a user's own CheckpointSaverHook.
       saver_hooks[0]._listeners.extend(saving_listeners)  # pylint: disable=protected-access
-    return nan_guard, hooks, chief_saver
+    return hooks, chief_saver
 
   def _run_training_session(self, open_session, spec, watcher):
     """Runs spec.train_op until a hook stops; returns the last loss (shared with _distributed).
