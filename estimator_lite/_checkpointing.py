@@ -11,9 +11,9 @@
   it, but off the path to the first training step (see
   SafeCheckpointSaverHook.after_create_session).
 """
+import concurrent.futures
 import errno
 import os
-import threading
 
 import tensorflow as tf
 # create_meta_graph_def is what CheckpointSaverHook itself uses for the graph
@@ -42,7 +42,13 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
     graph = tf.compat.v1.get_default_graph()
     graph_def = graph.as_graph_def(add_shapes=True)
     if self._save_graph_def:
-      self._graph_writer = _GraphTextWriter(graph_def, self._checkpoint_dir)
+      # The pool's thread is joined at interpreter exit: a training that
+      # fails still leaves the file complete (write_graph replaces it
+      # atomically). shutdown(wait=False) lets it finish on its own.
+      pool = concurrent.futures.ThreadPoolExecutor(1, "estimator_lite_graph_pbtxt")
+      self._graph_written = pool.submit(tf.io.write_graph, graph_def, self._checkpoint_dir,
+                                        "graph.pbtxt")
+      pool.shutdown(wait=False)
     saver = self._get_saver()
     self._summary_writer.add_graph(graph)
     self._summary_writer.add_meta_graph(meta_graph.create_meta_graph_def(
@@ -53,9 +59,8 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
 
   def end(self, session):
     super().end(session)
-    writer = getattr(self, "_graph_writer", None)
-    if writer is not None:
-      writer.wait()
+    if getattr(self, "_graph_written", None) is not None:
+      self._graph_written.result()  # waits; raises the write's error
 
   def _save(self, session, step):
     try:
@@ -70,29 +75,6 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
           f"{checkpoint_dir}: {cause.strip()}. Is the disk full or the directory "
           f"not writable? The previous checkpoint ({previous or 'none yet'}) is "
           "intact: free space (or fix permissions) and restart to resume from it.") from e
-
-
-class _GraphTextWriter:
-  """Writes `model_dir/graph.pbtxt` in a thread; `wait()` joins it and raises its error."""
-
-  def __init__(self, graph_def, directory):
-    self._error = None
-    # Not a daemon: a training that fails still leaves the file complete
-    # (tf.io.write_graph replaces it atomically) before the process exits.
-    self._thread = threading.Thread(target=self._write, args=(graph_def, directory),
-                                    name="estimator_lite_graph_pbtxt")
-    self._thread.start()
-
-  def _write(self, graph_def, directory):
-    try:
-      tf.io.write_graph(graph_def, directory, "graph.pbtxt")
-    except (tf.errors.OpError, OSError) as e:
-      self._error = e
-
-  def wait(self):
-    self._thread.join()
-    if self._error is not None:
-      raise self._error
 
 
 def _checkpoint_name(variable):
