@@ -112,14 +112,12 @@ def _compile_structure(structure, graph, tensors, ops):
       leaf = graph.as_graph_element(leaf, allow_tensor=True, allow_operation=True)
     except (KeyError, ValueError, TypeError):
       return None
-  if (isinstance(leaf, (tf.Operation, tf.Tensor)) and getattr(leaf, "graph", None) is graph
-      and not graph.is_fetchable(leaf)):
-    return None  # Session.run raises its own error for it
-  if isinstance(leaf, tf.Operation) and leaf.graph is graph:
+  # (An unfetchable leaf is left to Session.run, which raises its own error.)
+  if isinstance(leaf, tf.Operation) and leaf.graph is graph and graph.is_fetchable(leaf):
     ops.setdefault(leaf.name, leaf)
     return lambda values: None
   if (isinstance(leaf, tf.Tensor) and getattr(leaf, "graph", None) is graph and
-      leaf.op.type not in _HANDLE_OPS):
+      leaf.op.type not in _HANDLE_OPS and graph.is_fetchable(leaf)):
     index = tensors.setdefault(leaf.name, len(tensors))
     return lambda values: values[index]
   return None
