@@ -10,7 +10,7 @@ def _is_keras_metric(value):
   return not isinstance(value, tuple)
 
 
-def _keras_metric_update_op(metric, graph):
+def keras_metric_update_op(metric, graph):
   """The op that applies every update_state() call made on `metric` in model_fn.
 
   tf-keras metrics record their update ops in `metric.updates`. Keras 3 metrics
@@ -82,7 +82,7 @@ def metric_value_and_update_ops(eval_metric_ops, graph):
     if _is_keras_metric(metric):
       _track_metric_variables(metric, graph)
       values[name] = metric.result()
-      updates.append(_keras_metric_update_op(metric, graph))
+      updates.append(keras_metric_update_op(metric, graph))
     else:
       values[name], update = metric
       updates.append(update)

@@ -9,6 +9,8 @@ import abc
 
 import tensorflow as tf
 
+from estimator_lite import _metrics
+
 _sig_utils = tf.compat.v1.saved_model.signature_def_utils
 # TensorFlow 2.21 no longer exports this constant; the value is what
 # tf.estimator 2.15 wrote into eval SignatureDefs.
@@ -166,20 +168,33 @@ class PredictOutput(ExportOutput):
     return _sig_utils.predict_signature_def(receiver_tensors, self.outputs)
 
 
-class _SupervisedOutput(ExportOutput):
-  """Loss, predictions and metrics of a supervised (train or eval) signature.
+class EvalOutput(ExportOutput):
+  """Outputs of a supervised eval signature (method 'tensorflow/supervised/eval').
 
-  Output keys are prefixed with their kind, so one signature can hold all
-  three: `loss`, `loss/<key>`, `predictions/<key>`, and for each metric
-  `metrics/<name>/value` and `metrics/<name>/update_op`.
+  Not served by TensorFlow Serving: a serving export leaves such signatures
+  out (and logs it), as tf.estimator did.
+
+  Args:
+    loss: a `Tensor` or dict of string to `Tensor`: the loss; keys become
+      'loss' / 'loss/<key>'.
+    predictions: a `Tensor` or dict of string to `Tensor`; keys become
+      'predictions' / 'predictions/<key>'.
+    metrics: dict of metric name to a `(metric_value, update_op)` pair (what
+      `tf.compat.v1.metrics.*` return) or a Keras `Metric` object, or a single
+      pair; each gives 'metrics/<name>/value' and 'metrics/<name>/update_op'.
+
+  Raises:
+    ValueError: a key that is not a string (or tuple of strings), a value that
+      is not a `Tensor`, or an update_op that is not a `Tensor` or `Operation`.
   """
-
+  # Output keys are prefixed with their kind, so one signature holds all
+  # three: `loss`, `loss/<key>`, `predictions/<key>`, and for each metric
+  # `metrics/<name>/value` and `metrics/<name>/update_op`.
   LOSS_NAME = "loss"
   PREDICTIONS_NAME = "predictions"
   METRICS_NAME = "metrics"
   METRIC_VALUE_SUFFIX = "value"
   METRIC_UPDATE_SUFFIX = "update_op"
-  _METHOD_NAME = None  # set by subclasses
 
   def __init__(self, loss=None, predictions=None, metrics=None):
     self._loss = None
@@ -227,20 +242,13 @@ class _SupervisedOutput(ExportOutput):
             f"tf.compat.v1.metrics.* return; got a tuple of {len(metric)}: "
             f"{metric!r}.")
       return metric
-    updates = getattr(metric, "updates", None)
-    if callable(getattr(metric, "result", None)) and updates is not None:
-      # A graph-mode Keras Metric object (tf-keras) after update_state().
-      if len(updates) != 1:
-        raise ValueError(
-            f"Metric {name!r} ({metric!r}) has {len(updates)} update ops; "
-            "expected exactly one. Call update_state() once in model_fn, or "
-            "pass a (metric_value, update_op) pair.")
-      return metric.result(), updates[0]
-    # Keras 3 Metric objects land here: in graph mode they have no `updates`.
+    if callable(getattr(metric, "result", None)):
+      # A Keras Metric object after update_state(), found as eval_metric_ops finds it.
+      value = metric.result()
+      return value, _metrics.keras_metric_update_op(metric, value.graph)
     raise ValueError(
         f"Metric {name!r} must be a (metric_value, update_op) pair (what "
-        f"tf.compat.v1.metrics.* return) or a tf-keras Metric object; got "
-        f"{metric!r}.")
+        f"tf.compat.v1.metrics.* return) or a Keras Metric object; got {metric!r}.")
 
   def _wrap_and_check_metrics(self, metrics):
     if not isinstance(metrics, dict):
@@ -283,7 +291,7 @@ class _SupervisedOutput(ExportOutput):
       receiver_tensors = {"input": receiver_tensors}
     if not receiver_tensors:
       raise ValueError(
-          f"{self._METHOD_NAME} inputs cannot be None or empty; pass the "
+          f"{SUPERVISED_EVAL_METHOD_NAME} inputs cannot be None or empty; pass the "
           "receiver's tensors (features and labels).")
     outputs = {}
     for group in (self.loss, self.predictions, self.metrics):
@@ -292,27 +300,4 @@ class _SupervisedOutput(ExportOutput):
     return tf.compat.v1.saved_model.build_signature_def(
         inputs={key: build(t) for key, t in receiver_tensors.items()},
         outputs={key: build(t) for key, t in outputs.items()},
-        method_name=self._METHOD_NAME)
-
-
-class EvalOutput(_SupervisedOutput):
-  """Outputs of a supervised eval signature (method 'tensorflow/supervised/eval').
-
-  Not served by TensorFlow Serving: a serving export leaves such signatures
-  out (and logs it), as tf.estimator did.
-
-  Args:
-    loss: a `Tensor` or dict of string to `Tensor`: the loss; keys become
-      'loss' / 'loss/<key>'.
-    predictions: a `Tensor` or dict of string to `Tensor`; keys become
-      'predictions' / 'predictions/<key>'.
-    metrics: dict of metric name to a `(metric_value, update_op)` pair (what
-      `tf.compat.v1.metrics.*` return) or a Keras `Metric` object, or a single
-      pair; each gives 'metrics/<name>/value' and 'metrics/<name>/update_op'.
-
-  Raises:
-    ValueError: a key that is not a string (or tuple of strings), a value that
-      is not a `Tensor`, or an update_op that is not a `Tensor` or `Operation`.
-  """
-
-  _METHOD_NAME = SUPERVISED_EVAL_METHOD_NAME
+        method_name=SUPERVISED_EVAL_METHOD_NAME)
