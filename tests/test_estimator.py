@@ -153,7 +153,9 @@ def test_keras_layer_objects_and_keras_metrics(tmp_path):
   def model_fn(features, labels, mode):
     training = mode == est.ModeKeys.TRAIN
     hidden = tf.keras.layers.Dense(8, activation="relu")
-    norm = tf.keras.layers.BatchNormalization()
+    # momentum 0.9, as in the compat.v1 layers test: after 60 steps the
+    # moving statistics that eval uses have converged.
+    norm = tf.keras.layers.BatchNormalization(momentum=0.9)
     drop = tf.keras.layers.Dropout(0.2)
     out = tf.keras.layers.Dense(1)
     logits = out(drop(norm(hidden(features["x"]), training=training), training=training))
