@@ -10,7 +10,9 @@ and no traceback. If the step in flight does not finish within the grace
 period (a hung ps, say), the process exits with 143 at once; checkpoints
 already written stay intact. The grace period is 25 s, or
 $ESTIMATOR_LITE_SIGTERM_GRACE_SECS (set it below the time the platform waits
-between SIGTERM and SIGKILL).
+between SIGTERM and SIGKILL). The grace timer guards training only: it is
+cancelled once training has stopped and the checkpoint is saved, so a program
+that catches `Preempted` may go on (export, say) for as long as it needs.
 
 Python runs a signal handler only when the main thread executes Python code,
 and a step stuck inside `Session.run` (C++) never gets back there: the signal
@@ -86,6 +88,10 @@ class SigtermWatcher:
     self._previous_wakeup_fd = -1
     self._pipe = None
     self._thread = None
+    # Guards _timer and _exited between the wakeup-fd thread and __exit__.
+    self._lock = threading.Lock()
+    self._timer = None
+    self._exited = False
 
   @property
   def requested(self):
@@ -96,6 +102,8 @@ class SigtermWatcher:
     # training thread of the user's) SIGTERM keeps its previous behaviour.
     if threading.current_thread() is not threading.main_thread():
       return self
+    with self._lock:
+      self._exited = False
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)  # set_wakeup_fd requires it
     # The Python-level handler does nothing: installing one keeps SIGTERM
@@ -110,6 +118,10 @@ class SigtermWatcher:
     return self
 
   def __exit__(self, *exc):
+    # Training has stopped (the session, closed before this, saved the
+    # checkpoint): whatever the program does next (an export after catching
+    # Preempted) is not a stuck step, and must not be cut short by the timer.
+    self._cancel_grace_timer()
     if self._pipe is None:
       return False
     signal.set_wakeup_fd(self._previous_wakeup_fd)
@@ -148,16 +160,31 @@ class SigtermWatcher:
       if not data or _STOP in data:
         return
 
+  def _cancel_grace_timer(self):
+    with self._lock:
+      self._exited = True
+      timer, self._timer = self._timer, None
+    if timer is not None:
+      timer.cancel()
+
   def _on_sigterm(self):
     self._event.set()
     tf.compat.v1.logging.warning(
         "Received SIGTERM: stopping after the current step and saving a checkpoint "
         "(grace period %g s).", self._grace_secs)
-    timer = threading.Timer(self._grace_secs, self._give_up)
-    timer.daemon = True
-    timer.start()
+    with self._lock:
+      # A SIGTERM read after __exit__ began (its join can time out) finds
+      # training already stopped: no timer then.
+      if self._exited:
+        return
+      self._timer = threading.Timer(self._grace_secs, self._give_up)
+      self._timer.daemon = True
+      self._timer.start()
 
   def _give_up(self):
+    with self._lock:
+      if self._exited:
+        return  # training stopped just as the timer fired
     tf.compat.v1.logging.error(
         "Training did not stop within the %g s grace period after SIGTERM; "
         "exiting with status %d. Checkpoints already written are intact.",

@@ -22,10 +22,12 @@ from estimator_lite import _preemption
 
 _REPO = pathlib.Path(__file__).resolve().parents[1]
 
-# argv: model_dir progress_file max_steps [save_steps [hold]]. With `hold`
-# ("hook" or "session_run"), once the file progress_file + ".hold" exists the
-# next step never ends: its hook sleeps in Python, or Session.run waits (in
-# C++) on an op that sleeps; progress_file + ".held" says it is stuck.
+# argv: model_dir progress_file max_steps [save_steps [hold [linger_secs]]].
+# With `hold` ("hook" or "session_run"; "-" for none), once the file
+# progress_file + ".hold" exists the next step never ends: its hook sleeps in
+# Python, or Session.run waits (in C++) on an op that sleeps; progress_file +
+# ".held" says it is stuck. With `linger_secs`, the program catches
+# Preempted, prints CAUGHT, keeps working (sleeps) that long and exits 0.
 _PROGRAM = textwrap.dedent('''
     import os, sys, time
     import numpy as np, tensorflow as tf
@@ -33,7 +35,8 @@ _PROGRAM = textwrap.dedent('''
 
     model_dir, progress_file, max_steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     save_steps = int(sys.argv[4]) if len(sys.argv) > 4 else 100000
-    hold = sys.argv[5] if len(sys.argv) > 5 else None
+    hold = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] != "-" else None
+    linger_secs = float(sys.argv[6]) if len(sys.argv) > 6 else None
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
 
     def hold_forever():
@@ -71,7 +74,15 @@ _PROGRAM = textwrap.dedent('''
 
     estimator = est.Estimator(model_fn, model_dir=model_dir,
                               config=est.RunConfig(save_checkpoints_steps=save_steps))
-    estimator.train(input_fn, max_steps=max_steps, hooks=[Progress()])
+    try:
+        estimator.train(input_fn, max_steps=max_steps, hooks=[Progress()])
+    except est.Preempted as e:
+        if linger_secs is None:
+            raise
+        print("CAUGHT", e.step, flush=True)
+        time.sleep(linger_secs)  # work after the preemption, an export say
+        print("LINGERED", flush=True)
+        sys.exit(0)
     print("FINISHED", estimator.get_variable_value("global_step"))
 ''')
 
@@ -133,6 +144,25 @@ def test_sigterm_saves_current_step_and_restart_resumes(tmp_path, communicate_or
   assert restart.returncode == 0, output[-3000:]
   assert f"Restoring parameters from {model_dir}/model.ckpt-{saved_step}" in output
   assert f"FINISHED {saved_step + 5}" in output
+
+
+def test_work_after_catching_preempted_outlives_the_grace_period(tmp_path):
+  # The grace timer guards the step in flight only: once train() has saved
+  # and raised Preempted, a program that catches it may work on (export, say)
+  # past the grace period without being killed with 143.
+  model_dir, progress = tmp_path / "model", tmp_path / "progress"
+  grace_secs, linger_secs = 2, 4
+  env = {_preemption.GRACE_ENV: str(grace_secs)}
+  with _trainer([model_dir, progress, 100000, 100000, "-", linger_secs], tmp_path, env) as proc:
+    _wait_for_step(progress, proc, at_least=5, timeout=60)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+  last_step_run = int(progress.read_text())
+
+  assert proc.returncode == 0, output[-3000:]
+  assert f"CAUGHT {last_step_run}" in output and "LINGERED" in output, output[-3000:]
+  assert "grace period after SIGTERM" not in output
+  assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"model.ckpt-{last_step_run}")
 
 
 def _checkpoint_files(model_dir):
