@@ -317,6 +317,50 @@ def test_crash_mid_export_leaves_no_version_for_serving(run_python, linear_model
   np.testing.assert_allclose(served["y"].numpy(), expected, rtol=0, atol=1e-6)
 
 
+def test_an_export_removes_only_old_temp_dirs_of_crashed_exports(trained, tmp_path, tf_logs):
+  estimator, predictions = trained
+  base = tmp_path / "export"
+  two_hours_ago = time.time() - 2 * 3600
+
+  def make_dir(path, mtime=None):
+    (path / "variables").mkdir(parents=True)
+    (path / "saved_model.pb").write_bytes(b"partial")
+    if mtime is not None:
+      for p in (path / "saved_model.pb", path / "variables", path):
+        os.utime(p, (mtime, mtime))
+    return path
+
+  # Left by a crash long ago: removed. A symlink inside is unlinked, not followed.
+  outside = make_dir(tmp_path / "outside", two_hours_ago)
+  stale = make_dir(base / "temp-1000", two_hours_ago)
+  (stale / "link").symlink_to(outside, target_is_directory=True)
+  for p in (stale / "link", stale):
+    os.utime(p, (two_hours_ago, two_hours_ago), follow_symlinks=False)
+  # Being written by another exporter right now: kept.
+  fresh = make_dir(base / "temp-2000")
+  # Not an export's temp dir, however old: kept. A temp-* symlink to an old
+  # directory outside the base: neither followed nor removed.
+  other = make_dir(base / "tmp-3000", two_hours_ago)
+  linked = base / "temp-4000"
+  linked.symlink_to(outside, target_is_directory=True)
+
+  export_dir = estimator.export_saved_model(str(base), _parsing_receiver_fn_with_raw_alternative)
+
+  assert not os.path.lexists(stale)
+  assert fresh.is_dir() and other.is_dir() and linked.is_symlink()
+  assert (outside / "saved_model.pb").read_bytes() == b"partial"
+  assert sorted(os.listdir(base)) == sorted(
+      ["temp-2000", "tmp-3000", "temp-4000", os.path.basename(export_dir)])
+  removals = [m for m in tf_logs.messages if m.startswith("Removed ")]
+  assert len(removals) == 1 and removals[0].startswith(f"Removed {stale}: an unfinished export"), \
+      removals
+  served = tf.saved_model.load(export_dir).signatures["serving_default"](
+      examples=_examples("x", ROWS))
+  np.testing.assert_allclose(served["probabilities"].numpy(),
+                             np.stack([p["probabilities"] for p in predictions]),
+                             rtol=0, atol=1e-6)
+
+
 def test_bare_tensor_and_fixed_batch_receivers_export_and_serve(
     linear_model_fn, linear_data, make_input_fn, tmp_path):
   features_seen = []

@@ -3,9 +3,12 @@
 TensorFlow Serving's file-system source serves the highest-numbered child
 directory of a base path and ignores names that are not integers. Exports are
 therefore written to a `temp-<version>` sibling and renamed into place once
-complete, and a new version is always higher than every existing one.
+complete, and a new version is always higher than every existing one. A
+`temp-<version>` left by an exporter that died before the rename is removed
+by a later export once it is old (see STALE_TEMP_DIR_SECS).
 """
 import os
+import shutil
 import time
 
 import tensorflow as tf
@@ -14,6 +17,11 @@ _logging = tf.compat.v1.logging
 TEMP_PREFIX = "temp-"
 # Gives up after this many taken names in a row (other writers racing us).
 _MAX_RESERVE_ATTEMPTS = 1000
+# A temp-* directory is removed only when nothing in it was written for this
+# long: an exporter in another process (a second evaluator, a user's script)
+# may be writing a fresh one under the same base right now, and a SavedModel
+# export takes seconds to minutes, never an hour without writing a file.
+STALE_TEMP_DIR_SECS = 3600.0
 
 
 def _is_remote(path):
@@ -56,13 +64,80 @@ def _try_mkdir(path):
   return True
 
 
+def _newest_mtime(path):
+  """The latest modification time of `path` or anything under it, symlinks not followed."""
+  newest = os.lstat(path).st_mtime
+  # os.walk neither follows symlinks (followlinks=False) nor raises: an entry
+  # removed meanwhile is skipped.
+  for root, dirs, files in os.walk(path):
+    for name in dirs + files:
+      try:
+        newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+      except OSError:
+        pass  # removed meanwhile, or unreadable: rmtree below reports the latter
+  return newest
+
+
+def remove_stale_temp_dirs(export_dir_base, max_age_secs=STALE_TEMP_DIR_SECS):
+  """Removes the `temp-*` directories of exports that died before being published.
+
+  Only real directories (not symlinks, which are left alone and never
+  followed) directly under export_dir_base whose name starts with
+  TEMP_PREFIX and in which nothing was written for max_age_secs are removed;
+  each removal is logged at INFO. A failed removal is logged as a warning,
+  and one done meanwhile by another process is ignored: clean-up never fails
+  an export. Remote paths (gs://, s3://) are skipped: object stores have no
+  reliable modification time for a directory.
+
+  Args:
+    export_dir_base: directory holding the version directories.
+    max_age_secs: how long a temp directory must have gone unwritten.
+
+  Returns:
+    list of the removed directories (str).
+  """
+  export_dir_base = os.fspath(export_dir_base)
+  if _is_remote(export_dir_base):
+    return []
+  try:
+    with os.scandir(export_dir_base) as entries:
+      candidates = [entry.path for entry in entries
+                    if entry.name.startswith(TEMP_PREFIX)
+                    and entry.is_dir(follow_symlinks=False)]
+  except FileNotFoundError:
+    return []
+  removed = []
+  now = time.time()
+  for path in candidates:
+    try:
+      age_secs = now - _newest_mtime(path)
+    except OSError:
+      continue  # removed by another process meanwhile
+    if age_secs < max_age_secs:
+      continue
+    try:
+      # rmtree unlinks symlinks inside the tree without following them.
+      shutil.rmtree(path)
+    except FileNotFoundError:
+      continue  # another exporter is removing it too
+    except OSError as e:
+      _logging.warning("Could not remove the stale export directory %s: %s", path, e)
+      continue
+    _logging.info(
+        "Removed %s: an unfinished export, unchanged for %.1f h (its exporter "
+        "died before publishing it).", path, age_secs / 3600)
+    removed.append(path)
+  return removed
+
+
 def reserve_export_dir(export_dir_base):
   """Picks the next version and creates its temporary directory.
 
   The version is the current time in seconds since the epoch (as tf.estimator
   named exports), bumped past every existing or in-progress version, so two
   exports in the same second get distinct directories and the newest export
-  is always the highest number.
+  is always the highest number. Stale temp directories of crashed exports are
+  removed first (remove_stale_temp_dirs).
 
   Args:
     export_dir_base: directory holding the version directories (created if
@@ -76,6 +151,7 @@ def reserve_export_dir(export_dir_base):
   """
   export_dir_base = os.fspath(export_dir_base)
   tf.io.gfile.makedirs(export_dir_base)
+  remove_stale_temp_dirs(export_dir_base)
   taken = _taken_versions(export_dir_base)
   version = max(int(time.time()), max(taken) + 1 if taken else 0)
   for _ in range(_MAX_RESERVE_ATTEMPTS):
