@@ -18,9 +18,9 @@ from estimator_lite import _fast_session
 from estimator_lite import _fn_args
 from estimator_lite import _inputs
 from estimator_lite import _metrics
-from estimator_lite import _nan_loss
 from estimator_lite import _preemption
 from estimator_lite import _quiet
+from estimator_lite import _step_hook
 from estimator_lite import _summaries
 from estimator_lite import _train_loop
 from estimator_lite import warm_starting
@@ -347,18 +347,18 @@ class Estimator:
       if self._config.steps_per_loop > 1:
         spec, input_hooks, stop_hooks, logged_step = self._build_training_loop(
             input_fn, steps, max_steps)
-      else:
-        features, labels, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.TRAIN)
-        spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self._config)
-        stop_hooks = []
-        if steps is not None or max_steps is not None:
-          stop_hooks = [tf.compat.v1.train.StopAtStepHook(steps, max_steps)]
-        if tf.compat.v1.train.get_global_step(graph) is None:
-          raise ValueError("model_fn removed the global step; keep "
-                           "tf.compat.v1.train.get_or_create_global_step().")
-        logged_step = _read_step_before_increment(graph)
-      return self._train_with_spec(spec, input_hooks + hooks + stop_hooks, logged_step,
-                                   saving_listeners)
+        return self._train_with_spec(spec, input_hooks + hooks + stop_hooks, logged_step,
+                                     saving_listeners)
+      features, labels, input_hooks = self._get_features_and_labels(input_fn, ModeKeys.TRAIN)
+      spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self._config)
+      if tf.compat.v1.train.get_global_step(graph) is None:
+        raise ValueError("model_fn removed the global step; keep "
+                         "tf.compat.v1.train.get_or_create_global_step().")
+      logged_step = _read_step_before_increment(graph)
+      # One step a run: the step hook also stops, counts steps and writes
+      # summaries (what StopAtStepHook, StepCounterHook and SummarySaverHook did).
+      return self._train_with_spec(spec, input_hooks + hooks, logged_step, saving_listeners,
+                                   stop_at=(steps, max_steps), step_hook_writes=True)
 
   def _build_training_loop(self, input_fn, steps, max_steps):
     """Builds RunConfig(steps_per_loop=K)'s in-graph loop; see _train_loop."""
@@ -379,12 +379,19 @@ class Estimator:
                                          self._config.steps_per_loop, steps, max_steps)
     return spec, [input_hook], [stop_hook], loop_global_step
 
-  def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners):
-    """Runs the training session; `logged_step` is the step the loss log shows."""
+  def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners,
+                       stop_at=(None, None), step_hook_writes=False):
+    """Runs the training session; `logged_step` is the step the loss log shows.
+
+    `stop_at` and `step_hook_writes` are _training_hooks'; with
+    `step_hook_writes` MonitoredTrainingSession adds no StepCounterHook or
+    SummarySaverHook of its own.
+    """
     config = self._config
     worker_hooks, chief_saver = self._training_hooks(
         spec, worker_hooks, logged_step, saving_listeners,
-        check_checkpoint=config.is_chief, is_chief=config.is_chief)
+        check_checkpoint=config.is_chief, is_chief=config.is_chief, stop_at=stop_at,
+        step_hook_writes=step_hook_writes)
     watcher = _preemption.SigtermWatcher()
     # MonitoredTrainingSession, except that a worker notices the chief's
     # initialisation within a second instead of 30 (see _cluster_session).
@@ -396,15 +403,15 @@ class Estimator:
         scaffold=spec.scaffold,
         hooks=worker_hooks + [watcher.hook()] + (chief_saver if config.is_chief else []),
         save_checkpoint_secs=0,
-        save_summaries_steps=config.save_summary_steps,
+        save_summaries_steps=None if step_hook_writes else config.save_summary_steps,
         config=config.session_config,
         max_wait_secs=config.session_creation_timeout_secs,
-        log_step_count_steps=config.log_step_count_steps,
+        log_step_count_steps=None if step_hook_writes else config.log_step_count_steps,
         save_graph_def=config.checkpoint_save_graph_def)
     return self._run_training_session(open_session, spec, watcher)
 
   def _training_hooks(self, spec, hooks, logged_step, saving_listeners, check_checkpoint,
-                      is_chief):
+                      is_chief, stop_at=(None, None), step_hook_writes=False):
     """Builds the hooks of a training session (shared with _distributed).
 
     Also applies warm-starting and adds the `loss` summary to the graph.
@@ -416,15 +423,21 @@ class Estimator:
       saving_listeners: CheckpointSaverListeners for the checkpoint saver.
       check_checkpoint: check that model_dir's checkpoint fits this graph.
       is_chief: include spec.training_chief_hooks.
+      stop_at: (steps, max_steps) of train(), for the step hook to stop at;
+        (None, None) when another hook stops training.
+      step_hook_writes: the step hook also writes `global_step/sec` and the
+        summaries, on the chief (one step a run, global step read before the
+        increment as `logged_step`).
 
     Returns:
       (the hooks in the order they must run, [the default checkpoint saver]
-      or []). The NaN guard comes first, then the chief hooks (on the chief),
-      then the others: a user's NanTensorHook(loss) would otherwise raise
-      first, with TensorFlow's message that lacks the step, and a
-      CheckpointSaverHook (the user's own, or one due on that step) would
-      first save the NaN weights of the failed step, as tf.estimator 2.15
-      did. An exception out of a hook ends training without the savers'
+      or []). The step hook (_step_hook: the NaN guard, the loss log and, as
+      asked, the stop step, step rate and summaries) comes first, then the
+      chief hooks (on the chief), then the others: a user's
+      NanTensorHook(loss) would otherwise raise first, with TensorFlow's
+      message that lacks the step, and a CheckpointSaverHook (the user's
+      own, or one due on that step) would first save the NaN weights of the
+      failed step, as tf.estimator 2.15 did. An exception out of a hook ends training without the savers'
       final save. The caller passes the chief hooks nowhere else
       (MonitoredTrainingSession's chief_only_hooks would run them before the
       guard), and runs the default saver, on the chief only, after the other
@@ -438,15 +451,19 @@ class Estimator:
     if self._warm_start_settings:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
-    hooks = ([_nan_loss.NanLossHook(spec.loss, logged_step)] +
-             (list(spec.training_chief_hooks) if is_chief else []) + list(hooks))
-    if config.log_step_count_steps is not None:
-      # LoggingTensorHook counts Session.run calls; with steps_per_loop each
-      # call is steps_per_loop steps.
-      hooks.append(tf.compat.v1.train.LoggingTensorHook(
-          {"loss": spec.loss, "step": logged_step},
-          every_n_iter=-(-config.log_step_count_steps // config.steps_per_loop)))
-    hooks.extend(spec.training_hooks)
+    writes = step_hook_writes and is_chief
+    num_steps, last_step = stop_at
+    step_hook = _step_hook.TrainingStepHook(
+        spec.loss, logged_step, num_steps=num_steps, last_step=last_step,
+        # The loss log counts Session.run calls, as LoggingTensorHook did;
+        # with steps_per_loop each call is steps_per_loop steps.
+        log_every_n_iter=(None if config.log_step_count_steps is None else
+                          -(-config.log_step_count_steps // config.steps_per_loop)),
+        output_dir=self._model_dir if writes else None,
+        count_every_n_steps=config.log_step_count_steps,
+        summary_every_n_steps=config.save_summary_steps, scaffold=spec.scaffold)
+    hooks = ([step_hook] + (list(spec.training_chief_hooks) if is_chief else []) +
+             list(hooks) + list(spec.training_hooks))
     if self._default_saver(spec.scaffold) and check_checkpoint:
       _checkpointing.check_checkpoint_matches_graph(
           self.latest_checkpoint(), tf.compat.v1.get_default_graph())
