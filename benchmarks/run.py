@@ -19,7 +19,8 @@ Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
   in-graph loop K=100    the same graph in a tf.while_loop, 100 steps a run.
 Plus the evaluator task's latency and asynchronous ps training (see
 workloads/evaluator.py and workloads/cluster_task.py), and a cProfile of
-estimator_lite on the linear model (profile_linear.py).
+estimator_lite on the linear model (profile_linear.py), each TensorFlow's
+step cost layer by layer (step_costs.py) and op by op (op_costs.py).
 """
 import argparse
 import datetime
@@ -55,7 +56,7 @@ MODELS = ("linear", "mlp", "wide_deep")
 # Per mode: runs per (system, model), training steps per model (multiples of
 # 100), and the evaluator/cluster settings.
 PROFILES = {
-    "full": dict(runs=5, steps={"linear": 3000, "mlp": 300, "wide_deep": 300},
+    "full": dict(runs=5, steps={"linear": 4000, "mlp": 600, "wide_deep": 600},
                  eval_ckpts=5, dist_runs=3, dist_secs=6.0, floor_steps=2000,
                  profile_steps=2000,
                  models=MODELS, dist_workers=2),
@@ -392,6 +393,13 @@ def run_step_costs(runner, steps):
   return "\n\n".join(out)
 
 
+def run_op_costs(runner, model):
+  """op_costs.py's per-op times of `model`'s graph, for each TensorFlow."""
+  pythons = [(runner.python, False)] + ([(runner.ref_python, True)] if runner.ref_python else [])
+  return "\n\n".join(_run_script(python, reference, "op_costs.py", ["--model", model])
+                      for python, reference in pythons)
+
+
 # -- machine -------------------------------------------------------------------
 def _cpu_model():
   try:
@@ -519,6 +527,8 @@ def main(argv=None):
       data["profile"] = run_profile(runner, settings["profile_steps"])
       log("step costs, layer by layer")
       data["step_costs"] = run_step_costs(runner, settings["profile_steps"] // 2)
+      log("op costs of the wide_deep graph, each TensorFlow")
+      data["op_costs"] = run_op_costs(runner, "wide_deep")
   finally:
     if not args.keep_work_dir:
       shutil.rmtree(work_dir, ignore_errors=True)

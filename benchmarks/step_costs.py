@@ -6,9 +6,10 @@ Builds the linear model's training graph once (as Estimator.train does: the
 global step, its shared read, the loss summary) and times, in this one
 process, Session.run loops that add one piece of what Estimator.train runs
 per step at a time: from a bare `Session.run(train_op)` to a MonitoredSession
-with estimator_lite's default hooks. Each variant is timed `rounds` times,
-interleaved, and the median is printed in µs per step with the difference to
-the previous line. Works with TF 2.15 (reference venv) too, where it shows
+with the default hooks: TensorFlow's (what tf.estimator ran), then
+estimator_lite's (its one step hook, the SIGTERM hook and the checkpoint
+saver). Each variant is timed `rounds` times, interleaved, and the median is
+printed in µs per step with the difference to the previous line. Works with TF 2.15 (reference venv) too, where it shows
 TensorFlow's own MonitoredSession (without estimator_lite's FastSession).
 """
 import argparse
@@ -61,6 +62,18 @@ def build():
   return graph, session, built, global_step, step_read
 
 
+def estimator_lite_hooks(built, step_read, model_dir):
+  """What estimator_lite's train() runs instead of default_hooks(): one step hook and the saver."""
+  from estimator_lite import _checkpointing, _preemption, _step_hook  # pylint: disable=g-import-not-at-top
+  scaffold = _train.Scaffold(summary_op=_v1.summary.merge_all())
+  return [_step_hook.TrainingStepHook(built.loss, step_read, last_step=10**9, log_every_n_iter=100,
+                                      output_dir=model_dir, count_every_n_steps=100,
+                                      summary_every_n_steps=100, scaffold=scaffold),
+          _preemption.SigtermWatcher().hook(),
+          _checkpointing.SafeCheckpointSaverHook(model_dir, save_secs=10**6,
+                                                 save_graph_def=False)]
+
+
 def variants(graph, session, built, global_step, step_read, model_dir, have_fast):
   """[(name, make_step)]; make_step() -> (step function, cleanup)."""
   train_op, loss = built.train_op, built.loss
@@ -101,14 +114,17 @@ def variants(graph, session, built, global_step, step_read, model_dir, have_fast
        plain(lambda: session.run([train_op, loss, step_read], options=_v1.RunOptions(),
                                  run_metadata=_v1.RunMetadata()))),
       ("MonitoredSession, no hooks", monitored(lambda: [], fast=False)),
-      ("MonitoredSession + default train() hooks", monitored(default_hooks, fast=False)),
+      ("MonitoredSession + tf.estimator's train() hooks", monitored(default_hooks, fast=False)),
   ]
   if have_fast:
     callable_step = session.make_callable([train_op, loss])
     out[1:1] = [("callable([train_op, loss]) (make_callable)", plain(callable_step))]
     out += [("FastSession MonitoredSession, no hooks", monitored(lambda: [], fast=True)),
-            ("FastSession MonitoredSession + default train() hooks",
-             monitored(default_hooks, fast=True))]
+            ("FastSession MonitoredSession + tf.estimator's train() hooks",
+             monitored(default_hooks, fast=True)),
+            ("FastSession MonitoredSession + estimator_lite's train() hooks",
+             monitored(lambda: estimator_lite_hooks(built, step_read, model_dir),
+                       fast=True))]
   return out
 
 

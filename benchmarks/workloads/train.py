@@ -20,8 +20,16 @@ Figures (seconds unless named otherwise):
                    Session.run returned;
   launch_to_first_step_wall   time.time() of that first step (run.py subtracts
                    the process launch time);
-  steps_per_sec    steady state: from the end of the first tenth of the
-                   Session.run calls to the last one;
+  steps_per_sec    steady state, robust to a noisy machine: after the first
+                   tenth of the Session.run calls, the calls are cut into
+                   consecutive windows of 100 steps and this is the median
+                   of the windows' rates. Every window holds exactly one of
+                   the Estimators' every-100-steps events (loss log, step
+                   rate, summaries), so their cost is counted; a window that
+                   another process's burst of work slowed down is not what
+                   the median reports;
+  steps_per_sec_mean  steady state as a plain mean: from the end of the first
+                   tenth of the calls to the last one;
   train_s          the whole train() call (bare: graph, session, loop, save);
   save_s           the last checkpoint save (CheckpointSaverListener
                    before_save -> after_save; bare: Saver.save);
@@ -30,6 +38,7 @@ Figures (seconds unless named otherwise):
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -73,12 +82,30 @@ class _SaveTimer(_v1.train.CheckpointSaverListener):
     self.durations.append(time.perf_counter() - self._start)
 
 
+WINDOW_STEPS = 100  # the Estimators' log/summary period: one such event per window
+
+
 def steady_steps_per_sec(times, steps_per_call):
   """Steps/s from the end of the first tenth of the calls to the last call."""
   if len(times) < 3:
     return None
   warm = max(1, len(times) // 10)
   return steps_per_call * (len(times) - 1 - warm) / (times[-1] - times[warm])
+
+
+def windowed_steps_per_sec(times, steps_per_call):
+  """Median of the steps/s of consecutive WINDOW_STEPS-step windows after the first tenth."""
+  calls = max(1, WINDOW_STEPS // steps_per_call)
+  warm = max(1, len(times) // 10)
+  rates = [calls * steps_per_call / (times[i + calls] - times[i])
+           for i in range(warm, len(times) - calls, calls)]
+  return statistics.median(rates) if rates else steady_steps_per_sec(times, steps_per_call)
+
+
+def step_rates(times, steps_per_call):
+  """Both steady-state figures of a run, for its result dict."""
+  return {"steps_per_sec": windowed_steps_per_sec(times, steps_per_call),
+          "steps_per_sec_mean": steady_steps_per_sec(times, steps_per_call)}
 
 
 def load_api(system):
@@ -106,7 +133,7 @@ def run_estimator(system, model, steps, steps_per_loop, model_dir, export):
       "train_s": time.perf_counter() - start,
       "first_step_s": timing.times[0] - start,
       "first_step_wall": timing.first_wall,
-      "steps_per_sec": steady_steps_per_sec(timing.times, steps_per_loop),
+      **step_rates(timing.times, steps_per_loop),
       "session_runs": len(timing.times),
       "save_s": saves.durations[-1] if saves.durations else None,
       "final_step": int(estimator.get_variable_value("global_step")),
@@ -175,7 +202,7 @@ def run_bare(model, steps, steps_per_loop, model_dir):
       "train_s": time.perf_counter() - start,
       "first_step_s": times[0] - start,
       "first_step_wall": first_wall,
-      "steps_per_sec": steady_steps_per_sec(times, steps_per_loop),
+      **step_rates(times, steps_per_loop),
       "session_runs": len(times),
       "save_s": save_s,
       "final_step": steps,
