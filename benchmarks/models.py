@@ -168,6 +168,23 @@ def dataset(model):
           .prefetch(2))
 
 
+def bare_training_graph(model, device_fn=None):
+  """The training graph the bare loops run: (graph, iterator, train_op, init_op).
+
+  A global step, the model's dataset through an initializable iterator, one
+  training step; placed by `device_fn` when given.
+  """
+  graph = tf.Graph()
+  with graph.as_default(), graph.device(device_fn):
+    _v1.set_random_seed(1)
+    _v1.train.get_or_create_global_step()
+    iterator = _v1.data.make_initializable_iterator(dataset(model))
+    features, labels = iterator.get_next()
+    train_op = model.build(features, labels, True).train_op
+    init = _v1.global_variables_initializer()
+  return graph, iterator, train_op, init
+
+
 def make_input_fn(model):
   """An input_fn (no arguments) returning `dataset(model)`."""
   def input_fn():

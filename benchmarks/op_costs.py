@@ -30,15 +30,7 @@ _WARM_UP_STEPS = 50
 
 def op_micros(model_name, steps):
   """{op name: µs per step} over `steps` traced steps of the model's training graph."""
-  model = models.MODELS[model_name]
-  graph = tf.Graph()
-  with graph.as_default():
-    _v1.set_random_seed(1)
-    _v1.train.get_or_create_global_step()
-    iterator = _v1.data.make_initializable_iterator(models.dataset(model))
-    features, labels = iterator.get_next()
-    train_op = model.build(features, labels, True).train_op
-    init = _v1.global_variables_initializer()
+  graph, iterator, train_op, init = models.bare_training_graph(models.MODELS[model_name])
   totals = collections.Counter()
   with _v1.Session(graph=graph, config=train.estimator_session_config()) as session:
     session.run(init)

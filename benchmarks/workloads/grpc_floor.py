@@ -42,17 +42,10 @@ def main():
                                   "worker": [f"localhost:{_free_port()}"]})
   servers = [tf.distribute.Server(cluster, job_name=job, task_index=0)  # pylint: disable=unused-variable
              for job in ("ps", "worker")]
-  model = models.MODELS["linear"]
-  graph = tf.Graph()
   device_fn = _v1.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0",
                                               merge_devices=True, cluster=cluster)
-  with graph.as_default(), graph.device(device_fn):
-    _v1.set_random_seed(1)
-    _v1.train.get_or_create_global_step()
-    iterator = _v1.data.make_initializable_iterator(models.dataset(model))
-    features, labels = iterator.get_next()
-    train_op = model.build(features, labels, True).train_op
-    init = _v1.global_variables_initializer()
+  graph, iterator, train_op, init = models.bare_training_graph(models.MODELS["linear"],
+                                                               device_fn)
   config = _v1.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])
   times = []
   with _v1.Session(servers[1].target, graph=graph, config=config) as session:
