@@ -50,6 +50,13 @@ def aggregate(data):
           for model, cells in table.items()}
 
 
+def _runs_text(settings):
+  """'5 run(s)', or '5 run(s) (linear 9)' where a model had extra runs."""
+  extra = [f"{model} {settings['runs'] + n}"
+           for model, n in settings.get("extra_runs", {}).items() if n]
+  return f"{settings['runs']} run(s)" + (f" ({', '.join(extra)})" if extra else "")
+
+
 def _median(agg, model, key, figure="steps_per_sec"):
   stats = agg.get(model, {}).get(key, {}).get(figure)
   return stats["median"] if stats else None
@@ -107,7 +114,7 @@ def markdown(data):
   load = lambda l: "n/a" if not l else ", ".join(f"{x:.2f}" for x in l)  # pylint: disable=unnecessary-lambda-assignment
   out.append(f"Load average (1, 5, 15 min): {load(data['load_before'])} before, "
              f"{load(data['load_after'])} after.")
-  out += ["", f"Each figure: median over {settings['runs']} run(s), each a fresh process, "
+  out += ["", f"Each figure: median over {_runs_text(settings)}, each a fresh process, "
           "started one at a time; [min–max] where there are several. Training steps per "
           "run: " + ", ".join(f"{k} {v}" for k, v in settings["steps"].items()) + ". "
           "A run's steps/s is the median rate of its 100-step windows after the first "
@@ -267,7 +274,7 @@ def chart(data, path):
     ax.margins(y=0.12)
   fig.suptitle(f"estimator_lite benchmarks: steps/s, higher is better\n"
                f"({data['machine']['nproc']} CPUs, {data['date'][:10]}; median of "
-               f"{data['settings']['runs']} runs, whiskers = min–max)", fontsize=10)
+               f"{_runs_text(data['settings'])}, whiskers = min–max)", fontsize=10)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
