@@ -37,9 +37,12 @@ _logging = tf.compat.v1.logging
 _STALE_STEP_WARNINGS = 5
 
 
-def _due(last, step, every):
-  """SecondOrStepTimer.should_trigger_for_step, for a step-only timer."""
-  return last is None or (step != last and step >= last + every)
+# Each part keeps the step (or iteration) at which it is next due, so the
+# per-step check is one comparison. It is what SecondOrStepTimer's
+# should_trigger_for_step decides for a step-only timer: due at once, then
+# `every` after the step it last triggered at (steps and iterations only grow,
+# so its "not the same step again" test never decides anything here).
+_AT_ONCE = float("-inf")
 
 
 class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
@@ -93,12 +96,15 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
       self._writer = tf.compat.v1.summary.FileWriterCache.get(self._output_dir)
       self._rate_tag = tf.compat.v1.train.get_global_step().op.name + "/sec"
     # StepCounterHook's timer and last stale step.
+    self._count_due_at = _AT_ONCE
     self._count_last_step = self._count_last_time = self._previous_step = None
     # SummarySaverHook's timer and next step.
-    self._summary_last_step = self._summary_next_step = None
+    self._summary_due_at = _AT_ONCE
+    self._summary_next_step = None
     # LoggingTensorHook's iteration count and timer.
     self._iterations = 0
-    self._log_last_iteration = self._log_last_time = None
+    self._log_due_at = _AT_ONCE
+    self._log_last_time = None
     self._plain_args = tf.compat.v1.train.SessionRunArgs((self._loss, self._step))
     self._summary_args = self._plain_args
 
@@ -117,10 +123,8 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
   def before_run(self, run_context):
     del run_context
     self._summarize = self._summary_every is not None and (
-        self._summary_next_step is None or
-        _due(self._summary_last_step, self._summary_next_step, self._summary_every))
-    self._log = self._log_every is not None and _due(
-        self._log_last_iteration, self._iterations, self._log_every)
+        self._summary_next_step is None or self._summary_next_step >= self._summary_due_at)
+    self._log = self._log_every is not None and self._iterations >= self._log_due_at
     return self._summary_args if self._summarize else self._plain_args
 
   def after_run(self, run_context, run_values):
@@ -155,9 +159,9 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
 
   def _count_steps(self, stale_step, session):
     """StepCounterHook.after_run."""
-    if _due(self._count_last_step, stale_step + 1, self._count_every):
+    if stale_step + 1 >= self._count_due_at:
       step = self._read_step(session)
-      if _due(self._count_last_step, step, self._count_every):
+      if step >= self._count_due_at:
         now = time.time()
         if self._count_last_time is not None:
           rate = (step - self._count_last_step) / (now - self._count_last_time)
@@ -166,6 +170,7 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
                   tag=self._rate_tag, simple_value=rate)]), step)
           _logging.info("%s: %g", self._rate_tag, rate)
         self._count_last_step, self._count_last_time = step, now
+        self._count_due_at = step + self._count_every
     if stale_step == self._previous_step:
       # Some optimizers (SyncReplicasOptimizer on a worker) do not increase
       # the step on every run, so this is a warning, and only the first few.
@@ -187,7 +192,7 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
       self._writer.add_session_log(
           tf.compat.v1.SessionLog(status=tf.compat.v1.SessionLog.START), step)
     if self._summarize:
-      self._summary_last_step = step
+      self._summary_due_at = step + self._summary_every
       if len(results) > 2:
         for summary in results[2]:
           self._writer.add_summary(summary, step)
@@ -199,7 +204,7 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
     np.set_printoptions(suppress=True)
     now = time.time()
     elapsed = None if self._log_last_time is None else now - self._log_last_time
-    self._log_last_iteration, self._log_last_time = self._iterations, now
+    self._log_due_at, self._log_last_time = self._iterations + self._log_every, now
     # "%s" (str), not an f-string: format() prints a float32 as a float64.
     stats = "loss = %s, step = %s" % (loss, step)
     if elapsed is None:
