@@ -264,19 +264,18 @@ def train(estimator, input_fn, hooks, saving_listeners, steps, max_steps):
           loss=loss, train_op=strategy.group(train_op),
           scaffold=_combine_scaffolds(specs, strategy), predictions=None,
           eval_metric_ops=None, export_outputs=None)
-      stop_hooks = []
-      if steps is not None or max_steps is not None:
-        stop_hooks.append(tf.compat.v1.train.StopAtStepHook(steps, max_steps))
-      return _run_training(estimator, spec, input_hooks + list(hooks) + stop_hooks,
-                           global_step_read, saving_listeners, strategy)
+      return _run_training(estimator, spec, input_hooks + list(hooks), global_step_read,
+                           saving_listeners, strategy, stop_at=(steps, max_steps))
 
 
-def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listeners, strategy):
+def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listeners, strategy,
+                  stop_at):
   """Estimator._train_with_spec for a strategy: its session config and, across workers, its sessions.
 
   Every task of a MultiWorkerMirroredStrategy initialises (or restores) its
   own variables, so each one opens a chief-style session on its own server;
-  only the chief adds the hooks that write (checkpoints, summaries, step rate).
+  only the chief writes (checkpoints, summaries, step rate). `stop_at` is
+  Estimator._training_hooks'.
   """
   config = estimator._config  # pylint: disable=protected-access
   model_dir = estimator.model_dir
@@ -289,18 +288,8 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
   # leave the others waiting for it in the initial broadcast.
   hooks, chief_saver = estimator._training_hooks(  # pylint: disable=protected-access
       spec, worker_hooks, global_step_read, saving_listeners, check_checkpoint=True,
-      is_chief=is_chief)
+      is_chief=is_chief, stop_at=stop_at)
   scaffold = spec.scaffold
-  writer_hooks = []
-  if is_chief:
-    if config.log_step_count_steps:
-      writer_hooks.append(tf.compat.v1.train.StepCounterHook(
-          every_n_steps=config.log_step_count_steps, output_dir=model_dir))
-    if config.save_summary_steps:
-      writer_hooks.append(tf.compat.v1.train.SummarySaverHook(
-          save_steps=config.save_summary_steps, output_dir=model_dir, scaffold=scaffold))
-    writer_hooks.extend(chief_saver)
-
   # Across workers a SIGTERM on one task must not stop it alone (the others
   # would wait in the next all-reduce); the default SIGTERM ends the process.
   watcher = None if multi_worker else _preemption.SigtermWatcher()
@@ -310,7 +299,7 @@ def _run_training(estimator, spec, worker_hooks, global_step_read, saving_listen
       scaffold=scaffold, master=master, config=session_config, checkpoint_dir=model_dir)
   return estimator._run_training_session(  # pylint: disable=protected-access
       lambda: tf.compat.v1.train.MonitoredSession(
-          session_creator=creator, hooks=hooks + writer_hooks),
+          session_creator=creator, hooks=hooks + (chief_saver if is_chief else [])),
       spec, watcher)
 
 

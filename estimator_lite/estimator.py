@@ -355,10 +355,8 @@ class Estimator:
         raise ValueError("model_fn removed the global step; keep "
                          "tf.compat.v1.train.get_or_create_global_step().")
       logged_step = _read_step_before_increment(graph)
-      # One step a run: the step hook also stops, counts steps and writes
-      # summaries (what StopAtStepHook, StepCounterHook and SummarySaverHook did).
       return self._train_with_spec(spec, input_hooks + hooks, logged_step, saving_listeners,
-                                   stop_at=(steps, max_steps), step_hook_writes=True)
+                                   stop_at=(steps, max_steps))
 
   def _build_training_loop(self, input_fn, steps, max_steps):
     """Builds RunConfig(steps_per_loop=K)'s in-graph loop; see _train_loop."""
@@ -380,18 +378,18 @@ class Estimator:
     return spec, [input_hook], [stop_hook], loop_global_step
 
   def _train_with_spec(self, spec, worker_hooks, logged_step, saving_listeners,
-                       stop_at=(None, None), step_hook_writes=False):
+                       stop_at=(None, None)):
     """Runs the training session; `logged_step` is the step the loss log shows.
 
-    `stop_at` and `step_hook_writes` are _training_hooks'; with
-    `step_hook_writes` MonitoredTrainingSession adds no StepCounterHook or
-    SummarySaverHook of its own.
+    `stop_at` is _training_hooks'. MonitoredTrainingSession adds its own
+    StepCounterHook and SummarySaverHook only when the step hook does not
+    write (see _step_hook_writes).
     """
     config = self._config
     worker_hooks, chief_saver = self._training_hooks(
         spec, worker_hooks, logged_step, saving_listeners,
-        check_checkpoint=config.is_chief, is_chief=config.is_chief, stop_at=stop_at,
-        step_hook_writes=step_hook_writes)
+        check_checkpoint=config.is_chief, is_chief=config.is_chief, stop_at=stop_at)
+    step_hook_writes = self._step_hook_writes()
     watcher = _preemption.SigtermWatcher()
     # MonitoredTrainingSession, except that a worker notices the chief's
     # initialisation within a second instead of 30 (see _cluster_session).
@@ -410,8 +408,18 @@ class Estimator:
         save_graph_def=config.checkpoint_save_graph_def)
     return self._run_training_session(open_session, spec, watcher)
 
+  def _step_hook_writes(self):
+    """Whether the step hook writes `global_step/sec` and the summaries.
+
+    It does with one step a run (its `logged_step` is the global step read
+    before the increment, as StepCounterHook and SummarySaverHook read it);
+    with steps_per_loop > 1 the session's StepCounterHook and
+    SummarySaverHook write them, at loop boundaries.
+    """
+    return self._config.steps_per_loop == 1
+
   def _training_hooks(self, spec, hooks, logged_step, saving_listeners, check_checkpoint,
-                      is_chief, stop_at=(None, None), step_hook_writes=False):
+                      is_chief, stop_at=(None, None)):
     """Builds the hooks of a training session (shared with _distributed).
 
     Also applies warm-starting and adds the `loss` summary to the graph.
@@ -425,9 +433,6 @@ class Estimator:
       is_chief: include spec.training_chief_hooks.
       stop_at: (steps, max_steps) of train(), for the step hook to stop at;
         (None, None) when another hook stops training.
-      step_hook_writes: the step hook also writes `global_step/sec` and the
-        summaries, on the chief (one step a run, global step read before the
-        increment as `logged_step`).
 
     Returns:
       (the hooks in the order they must run, [the default checkpoint saver]
@@ -437,11 +442,12 @@ class Estimator:
       NanTensorHook(loss) would otherwise raise first, with TensorFlow's
       message that lacks the step, and a CheckpointSaverHook (the user's
       own, or one due on that step) would first save the NaN weights of the
-      failed step, as tf.estimator 2.15 did. An exception out of a hook ends training without the savers'
-      final save. The caller passes the chief hooks nowhere else
-      (MonitoredTrainingSession's chief_only_hooks would run them before the
-      guard), and runs the default saver, on the chief only, after the other
-      hooks.
+      failed step, as tf.estimator 2.15 did. An exception out of a hook
+      ends training without the savers' final save. On the chief the step
+      hook also writes the step rate and the summaries (_step_hook_writes).
+      The caller passes the chief hooks nowhere else (MonitoredTrainingSession's
+      chief_only_hooks would run them before the guard), and runs the default
+      saver, on the chief only, after the other hooks.
 
     Raises:
       ValueError: saving_listeners without any checkpoint saver, or a
@@ -451,7 +457,7 @@ class Estimator:
     if self._warm_start_settings:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
-    writes = step_hook_writes and is_chief
+    writes = is_chief and self._step_hook_writes()
     num_steps, last_step = stop_at
     step_hook = _step_hook.TrainingStepHook(
         spec.loss, logged_step, num_steps=num_steps, last_step=last_step,
@@ -462,14 +468,15 @@ class Estimator:
         output_dir=self._model_dir if writes else None,
         count_every_n_steps=config.log_step_count_steps,
         summary_every_n_steps=config.save_summary_steps, scaffold=spec.scaffold)
-    hooks = ([step_hook] + (list(spec.training_chief_hooks) if is_chief else []) +
-             list(hooks) + list(spec.training_hooks))
+    chief_hooks = list(spec.training_chief_hooks)
+    others = list(hooks) + list(spec.training_hooks)
+    hooks = [step_hook] + (chief_hooks if is_chief else []) + others
     if self._default_saver(spec.scaffold) and check_checkpoint:
       _checkpointing.check_checkpoint_matches_graph(
           self.latest_checkpoint(), tf.compat.v1.get_default_graph())
 
     chief_saver = []
-    saver_hooks = [h for h in hooks + list(spec.training_chief_hooks)
+    saver_hooks = [h for h in chief_hooks + others
                    if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
     if (config.save_checkpoints_secs or config.save_checkpoints_steps) and not saver_hooks:
       chief_saver = [_checkpointing.SafeCheckpointSaverHook(
@@ -504,9 +511,10 @@ class Estimator:
     """
     loss = None
     any_step_done = False
+    fetches = [spec.train_op, spec.loss]  # built once: this loop is the per-step path
     with watcher or contextlib.nullcontext(), open_session() as session:
       while not session.should_stop():
-        _, loss = session.run([spec.train_op, spec.loss])
+        _, loss = session.run(fetches)
         any_step_done = True
     if not any_step_done:
       _logging.warning("Training with estimator made no steps. Perhaps input is "
