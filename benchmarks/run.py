@@ -395,18 +395,10 @@ def run_profile(runner, steps):
                      ["--steps", str(steps), "--top", "22"])
 
 
-def run_step_costs(runner, steps):
-  """step_costs.py's layer-by-layer step times, for each TensorFlow."""
-  out = [_run_script(runner.python, False, "step_costs.py", ["--steps", str(steps)])]
-  if runner.ref_python:
-    out.append(_run_script(runner.ref_python, True, "step_costs.py", ["--steps", str(steps)]))
-  return "\n\n".join(out)
-
-
-def run_op_costs(runner, model):
-  """op_costs.py's per-op times of `model`'s graph, for each TensorFlow."""
+def run_on_each_tensorflow(runner, script, args):
+  """`script`'s report with this venv's TensorFlow, then the reference's (when there is one)."""
   pythons = [(runner.python, False)] + ([(runner.ref_python, True)] if runner.ref_python else [])
-  return "\n\n".join(_run_script(python, reference, "op_costs.py", ["--model", model])
+  return "\n\n".join(_run_script(python, reference, script, args)
                       for python, reference in pythons)
 
 
@@ -536,9 +528,10 @@ def main(argv=None):
       log("cProfile of estimator_lite, linear model")
       data["profile"] = run_profile(runner, settings["profile_steps"])
       log("step costs, layer by layer")
-      data["step_costs"] = run_step_costs(runner, settings["profile_steps"] // 2)
+      data["step_costs"] = run_on_each_tensorflow(
+          runner, "step_costs.py", ["--steps", str(settings["profile_steps"] // 2)])
       log("op costs of the wide_deep graph, each TensorFlow")
-      data["op_costs"] = run_op_costs(runner, "wide_deep")
+      data["op_costs"] = run_on_each_tensorflow(runner, "op_costs.py", ["--model", "wide_deep"])
   finally:
     if not args.keep_work_dir:
       shutil.rmtree(work_dir, ignore_errors=True)
