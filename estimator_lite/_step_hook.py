@@ -18,6 +18,11 @@ NaN guard's `NanLossAtStepError`. Where those hooks read the global step again
 before acting on a due step (another worker may have moved it), so does this
 one, once a step.
 
+With RunConfig(steps_per_loop=K > 1) each Session.run trains K steps and
+`step` is the global step after the run (read once the loop has run), so no
+part reads it again; the parts act at loop boundaries as StepCounterHook with
+`steps_per_run=K` did (see `steps_per_run` below).
+
 Its parts run in the order tf.estimator's hooks ran within a step: step
 counter and summaries (MonitoredTrainingSession put them first), the NaN
 guard, the stop check, the loss log. Estimator runs this hook before every
@@ -65,6 +70,11 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
     summary_every_n_steps: run and write the scaffold's summary op every this
       many steps (SummarySaverHook's save_steps), or None.
     scaffold: the Scaffold whose `summary_op` is written.
+    steps_per_run: training steps per Session.run. With more than one,
+      `step` must be the global step after the run; the step rate and the
+      summaries are then written at the first run boundary at or after each
+      due step (a run's summaries are asked for when a run of this many
+      steps would reach the due step).
 
   Raises:
     ValueError: both num_steps and last_step, or summaries without a scaffold.
@@ -72,7 +82,7 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
 
   def __init__(self, loss, step, *, num_steps=None, last_step=None, log_every_n_iter=None,
                output_dir=None, count_every_n_steps=None, summary_every_n_steps=None,
-               scaffold=None):
+               scaffold=None, steps_per_run=1):
     if num_steps is not None and last_step is not None:
       raise ValueError("Only one of num_steps or last_step can be specified.")
     if summary_every_n_steps and output_dir and scaffold is None:
@@ -86,6 +96,7 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
     self._count_every = (count_every_n_steps or None) if output_dir else None
     self._summary_every = (summary_every_n_steps or None) if output_dir else None
     self._scaffold = scaffold
+    self._steps_per_run = steps_per_run
 
   def begin(self):
     # The read TensorFlow's hooks share, for the extra read on due steps
@@ -130,7 +141,12 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
   def after_run(self, run_context, run_values):
     results = run_values.results
     loss, stale_step = results[0], int(results[1])
-    self._current_step = None
+    if self._steps_per_run == 1:
+      self._current_step = None
+    else:
+      # `step` was read after the run: it is the current step, and the step
+      # the run's last training step ran at is one less.
+      self._current_step, stale_step = stale_step, stale_step - 1
     session = run_context.session
     if self._count_every is not None:
       self._count_steps(stale_step, session)
@@ -196,7 +212,7 @@ class TrainingStepHook(tf.compat.v1.train.SessionRunHook):
       if len(results) > 2:
         for summary in results[2]:
           self._writer.add_summary(summary, step)
-    self._summary_next_step = step + 1
+    self._summary_next_step = step + self._steps_per_run
 
   def _log_loss(self, loss, step):
     """LoggingTensorHook._log_tensors for {"loss": loss, "step": step}."""

@@ -30,7 +30,7 @@ class LoopSizeHook(tf.compat.v1.train.SessionRunHook):
 
   Args:
     loop_size: the placeholder giving the number of iterations of a run.
-    loop_global_step: the global step after the loop (a loop output).
+    loop_global_step: the global step after the loop (read once the loop has run).
     steps_per_loop: K.
     num_steps: train this many steps from the restored step, or None.
     last_step: train until this global step, or None.
@@ -57,8 +57,11 @@ class LoopSizeHook(tf.compat.v1.train.SessionRunHook):
     size = self._steps_per_loop
     if self._last_step is not None:
       size = max(0, min(size, self._last_step - self._current))
-    return tf.compat.v1.train.SessionRunArgs(
-        self._loop_global_step, feed_dict={self._loop_size: size})
+    # Only a shorter last loop is fed: a run with a feed goes past
+    # FastSession's compiled callable (about 10% of a K=100 loop's time on
+    # the linear benchmark model; benchmarks/RESULTS.md).
+    feed = None if size == self._steps_per_loop else {self._loop_size: size}
+    return tf.compat.v1.train.SessionRunArgs(self._loop_global_step, feed_dict=feed)
 
   def after_run(self, run_context, run_values):
     self._current = int(run_values.results)
@@ -105,21 +108,22 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop):
       tf.constant(steps_per_loop, tf.int32), [], name="steps_per_loop")
   specs = []
 
-  def body(i, loss, step):
-    del loss, step
+  def body(i, loss):
+    del loss
     features, labels = next_batch()
     with tf.variable_creator_scope(_create_outside_loop):
       spec = call_model_fn(features, labels)
     specs.append(spec)
     with tf.control_dependencies([spec.train_op]):
-      return (i + 1, tf.cast(spec.loss, tf.float32),
-              tf.identity(global_step.read_value()))
+      return i + 1, tf.cast(spec.loss, tf.float32)
 
-  _, last_loss, loop_global_step = tf.compat.v1.while_loop(
-      lambda i, loss, step: i < loop_size, body,
-      [tf.constant(0), tf.constant(0.0),
-       tf.cast(global_step.read_value(), tf.int64)],
+  # Every value the loop carries costs a few ops per iteration, so it carries
+  # only the counter and the loss; the global step is read once, after it.
+  _, last_loss = tf.compat.v1.while_loop(
+      lambda i, loss: i < loop_size, body, [tf.constant(0), tf.constant(0.0)],
       parallel_iterations=1, name="train_loop")
+  with tf.control_dependencies([last_loss]):
+    loop_global_step = tf.identity(global_step.read_value(), name="loop_global_step")
   _drop_loop_body_members(tf.compat.v1.get_default_graph())
   spec = specs[0]
   loop_op = tf.group(last_loss, loop_global_step, name="train_loop_op")

@@ -381,15 +381,13 @@ class Estimator:
                        stop_at=(None, None)):
     """Runs the training session; `logged_step` is the step the loss log shows.
 
-    `stop_at` is _training_hooks'. MonitoredTrainingSession adds its own
-    StepCounterHook and SummarySaverHook only when the step hook does not
-    write (see _step_hook_writes).
+    `stop_at` is _training_hooks'. MonitoredTrainingSession adds no
+    StepCounterHook or SummarySaverHook: the step hook does their work.
     """
     config = self._config
     worker_hooks, chief_saver = self._training_hooks(
         spec, worker_hooks, logged_step, saving_listeners,
         check_checkpoint=config.is_chief, is_chief=config.is_chief, stop_at=stop_at)
-    step_hook_writes = self._step_hook_writes()
     watcher = _preemption.SigtermWatcher()
     # MonitoredTrainingSession, except that a worker notices the chief's
     # initialisation within a second instead of 30 (see _cluster_session).
@@ -401,22 +399,12 @@ class Estimator:
         scaffold=spec.scaffold,
         hooks=worker_hooks + [watcher.hook()] + (chief_saver if config.is_chief else []),
         save_checkpoint_secs=0,
-        save_summaries_steps=None if step_hook_writes else config.save_summary_steps,
+        save_summaries_steps=None,
         config=config.session_config,
         max_wait_secs=config.session_creation_timeout_secs,
-        log_step_count_steps=None if step_hook_writes else config.log_step_count_steps,
+        log_step_count_steps=None,
         save_graph_def=config.checkpoint_save_graph_def)
     return self._run_training_session(open_session, spec, watcher)
-
-  def _step_hook_writes(self):
-    """Whether the step hook writes `global_step/sec` and the summaries.
-
-    It does with one step a run (its `logged_step` is the global step read
-    before the increment, as StepCounterHook and SummarySaverHook read it);
-    with steps_per_loop > 1 the session's StepCounterHook and
-    SummarySaverHook write them, at loop boundaries.
-    """
-    return self._config.steps_per_loop == 1
 
   def _training_hooks(self, spec, hooks, logged_step, saving_listeners, check_checkpoint,
                       is_chief, stop_at=(None, None)):
@@ -427,7 +415,8 @@ class Estimator:
     Args:
       spec: the TRAIN EstimatorSpec.
       hooks: the input's and the caller's hooks.
-      logged_step: the global step tensor the NaN guard and the loss log show.
+      logged_step: the global step tensor the NaN guard and the loss log show
+        (read before the increment; with steps_per_loop > 1, after the loop).
       saving_listeners: CheckpointSaverListeners for the checkpoint saver.
       check_checkpoint: check that model_dir's checkpoint fits this graph.
       is_chief: include spec.training_chief_hooks.
@@ -444,7 +433,7 @@ class Estimator:
       own, or one due on that step) would first save the NaN weights of the
       failed step, as tf.estimator 2.15 did. An exception out of a hook
       ends training without the savers' final save. On the chief the step
-      hook also writes the step rate and the summaries (_step_hook_writes).
+      hook also writes the step rate and the summaries.
       The caller passes the chief hooks nowhere else (MonitoredTrainingSession's
       chief_only_hooks would run them before the guard), and runs the default
       saver, on the chief only, after the other hooks.
@@ -457,7 +446,6 @@ class Estimator:
     if self._warm_start_settings:
       warm_starting.apply(self._warm_start_settings)
     tf.compat.v1.summary.scalar("loss", spec.loss)
-    writes = is_chief and self._step_hook_writes()
     num_steps, last_step = stop_at
     step_hook = _step_hook.TrainingStepHook(
         spec.loss, logged_step, num_steps=num_steps, last_step=last_step,
@@ -465,9 +453,10 @@ class Estimator:
         # with steps_per_loop each call is steps_per_loop steps.
         log_every_n_iter=(None if config.log_step_count_steps is None else
                           -(-config.log_step_count_steps // config.steps_per_loop)),
-        output_dir=self._model_dir if writes else None,
+        output_dir=self._model_dir if is_chief else None,
         count_every_n_steps=config.log_step_count_steps,
-        summary_every_n_steps=config.save_summary_steps, scaffold=spec.scaffold)
+        summary_every_n_steps=config.save_summary_steps, scaffold=spec.scaffold,
+        steps_per_run=config.steps_per_loop)
     chief_hooks = list(spec.training_chief_hooks)
     others = list(hooks) + list(spec.training_hooks)
     hooks = [step_hook] + (chief_hooks if is_chief else []) + others

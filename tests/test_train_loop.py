@@ -1,4 +1,6 @@
 """RunConfig(steps_per_loop=K): K training steps per Session.run, same results as K=1."""
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -82,3 +84,38 @@ def test_loop_needs_a_dataset(tmp_path):
 def test_steps_per_loop_is_validated(bad):
   with pytest.raises(ValueError, match="steps_per_loop"):
     est.RunConfig(steps_per_loop=bad)
+
+
+def _loss_and_rate_events(model_dir):
+  """[(step, tag)] of the session starts, `loss` summaries and step rates written."""
+  out = []
+  for path in sorted(tf.io.gfile.glob(str(model_dir / "events.out.tfevents.*"))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      if event.session_log.status == tf.compat.v1.SessionLog.START:
+        out.append((event.step, "start"))
+      out.extend((event.step, value.tag) for value in event.summary.value
+                 if value.tag in ("loss", "global_step/sec"))
+  return out
+
+
+def test_loop_logs_and_writes_summaries_at_loop_boundaries(tmp_path, tf_logs):
+  estimator = est.Estimator(_model_fn, model_dir=str(tmp_path), config=est.RunConfig(
+      save_checkpoints_steps=20, save_summary_steps=20, log_step_count_steps=20,
+      tf_random_seed=3, steps_per_loop=10))
+  estimator.train(_input_fn, max_steps=45)   # loops end at 10, 20, 30, 40, 45
+  estimator.train(_input_fn, steps=6)        # one loop of 6: 51
+
+  # The loss log every 20 steps is every second loop; its step is the step
+  # after the loop, whose loss it shows.
+  logged = [m for m in tf_logs.messages if m.startswith("loss = ")]
+  assert [int(re.search(r"step = (\d+)", m).group(1)) for m in logged] == [10, 30, 45, 51]
+  # Summaries at the first loop, then whenever a loop of 10 reaches the next
+  # multiple of 20 (the short last loop reaches 45 when 50 is due); the step
+  # rate at the first loop boundary at or after each multiple of 20 past the first.
+  assert _loss_and_rate_events(tmp_path) == [
+      (10, "start"), (10, "loss"),
+      (30, "global_step/sec"), (30, "loss"),
+      (45, "loss"),
+      (51, "start"), (51, "loss")]
+  rates = [m for m in tf_logs.messages if m.startswith("global_step/sec: ")]
+  assert len(rates) == 1
