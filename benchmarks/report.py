@@ -87,11 +87,56 @@ def targets(data, agg):
   for model in data["models"]:
     add(f"{model}: estimator_lite K=100 ≥ 0.9× in-graph loop K=100",
         ratio(model, "estimator_lite_k100", "in_graph"), 0.9)
+  # The same two ratios measured in one process, run against run (paired.py).
+  for model, pair, what in _PAIRED_TARGETS:
+    cell = _paired_cell(data, model, pair)
+    if model in data["models"] and data.get("paired"):
+      add(f"{model}: {what}, same process (median of per-round ratios)",
+          cell and cell["median_ratio"], 0.9)
   for model in data["models"]:
     add(f"{model}: time to first step ≤ tf.estimator's (train() → first step)",
         ratio(model, "estimator_lite", "tf_estimator", "first_step_s"), 1.0,
         higher_is_better=False)
   return rows
+
+
+_PAIRED_TARGETS = (
+    ("linear", "estimator_lite:1/bare:1", "estimator_lite ≥ 0.9× bare Session.run"),
+    ("linear", "estimator_lite:100/in_graph:100", "estimator_lite K=100 ≥ 0.9× in-graph loop"),
+    ("mlp", "estimator_lite:100/in_graph:100", "estimator_lite K=100 ≥ 0.9× in-graph loop"),
+    ("wide_deep", "estimator_lite:100/in_graph:100",
+     "estimator_lite K=100 ≥ 0.9× in-graph loop"),
+)
+
+
+def _paired_cell(data, model, pair):
+  for result in data.get("paired", []):
+    if result["model"] == model and pair in result["pairs"]:
+      return result["pairs"][pair]
+  return None
+
+
+def _paired_md(data):
+  """The table of workloads/paired.py's results."""
+  if not data.get("paired"):
+    return []
+  out = ["### Same process, interleaved (benchmarks/workloads/paired.py)", "",
+         "Each round trains both systems of a pair once, back to back, in one process "
+         "(new graph and session each time, the same workload as the tables above); "
+         "the ratio is taken round by round, so the machine's slow spells, which last "
+         "seconds, mostly hit both.", "",
+         "| model | pair (A / B) | rounds | A steps/s, median | B steps/s, median | "
+         "A/B per round | median A/B |", "|---|---|---|---|---|---|---|"]
+  for result in data["paired"]:
+    if result.get("error"):
+      out.append(f"| {result['model']} | failed: `{result['error'].splitlines()[-1][:150]}` "
+                 "| | | | | |")
+    for name, cell in result["pairs"].items():
+      out.append(f"| {result['model']} | {name.replace('/', ' / ')} | {len(cell['ratios'])} "
+                 f"| {statistics.median(cell['a']):.0f} | {statistics.median(cell['b']):.0f} | "
+                 + ", ".join(f"{r:.2f}" for r in cell["ratios"])
+                 + f" | {cell['median_ratio']:.2f} |")
+  return out + [""]
 
 
 def _labels(data):
@@ -139,7 +184,7 @@ def markdown(data):
   for name, value, ok in targets(data, agg):
     out.append(f"| {name} | {value} | {'–' if ok is None else 'yes' if ok else '**no**'} |")
   out.append("")
-  out += _evaluator_md(data, labels) + _distributed_md(data, labels)
+  out += _paired_md(data) + _evaluator_md(data, labels) + _distributed_md(data, labels)
   failures = [r for r in data["train"] if r["error"]]
   failures += [r for r in data.get("evaluator", []) + data.get("distributed", []) if r.get("error")]
   if failures:

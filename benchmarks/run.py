@@ -17,7 +17,9 @@ Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
   estimator_lite K=100   RunConfig(steps_per_loop=100);
   bare Session.run       Session.run(train_op) in a Python loop, same graph;
   in-graph loop K=100    the same graph in a tf.while_loop, 100 steps a run.
-Plus the evaluator task's latency and asynchronous ps training (see
+The TF 2.21 systems are also compared pairwise in one process, interleaved
+run by run (workloads/paired.py), the steadier measure of their ratio on a
+noisy machine. Plus the evaluator task's latency and asynchronous ps training (see
 workloads/evaluator.py and workloads/cluster_task.py), and a cProfile of
 estimator_lite on the linear model (profile_linear.py), each TensorFlow's
 step cost layer by layer (step_costs.py) and op by op (op_costs.py).
@@ -61,14 +63,15 @@ PROFILES = {
     "full": dict(runs=5, extra_runs={"linear": 4},
                  steps={"linear": 4000, "mlp": 600, "wide_deep": 600},
                  eval_ckpts=5, dist_runs=3, dist_secs=6.0, floor_steps=2000,
-                 profile_steps=2000,
+                 profile_steps=2000, paired_rounds={"linear": 10, "mlp": 3, "wide_deep": 3},
                  models=MODELS, dist_workers=2),
     "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
                   eval_ckpts=3, dist_runs=1, dist_secs=4.0, floor_steps=1000,
-                  profile_steps=1000,
+                  profile_steps=1000, paired_rounds={"linear": 2, "mlp": 1, "wide_deep": 1},
                   models=MODELS, dist_workers=2),
     "smoke": dict(runs=1, steps={"linear": 300}, eval_ckpts=0, dist_runs=0, dist_secs=0,
-                  floor_steps=0, profile_steps=0, models=("linear",), dist_workers=0),
+                  floor_steps=0, profile_steps=0, paired_rounds={"linear": 1}, models=("linear",),
+                  dist_workers=0),
 }
 _TRAIN_TIMEOUT = 600
 
@@ -220,6 +223,36 @@ def run_training(runner, settings, systems):
                                                        k, model_dir),
                                reference, f"{key}_{model}")
         _collect(dict(key=key, label=label, model=model, run=run), started, results)
+  return results
+
+
+# The pairs each model is measured in (the targets compare them): estimator_lite
+# against the bare loop on the linear model, and K=100 against the in-graph loop.
+PAIRS = {"linear": ("estimator_lite:1,bare:1", "estimator_lite:100,in_graph:100"),
+         "mlp": ("estimator_lite:100,in_graph:100",),
+         "wide_deep": ("estimator_lite:100,in_graph:100",)}
+
+
+def run_paired(runner, settings):
+  """workloads/paired.py on each model with paired_rounds: [its JSON, with "error"]."""
+  results = []
+  for model in settings["models"]:
+    rounds = settings["paired_rounds"].get(model)
+    if not rounds:
+      continue
+    args = ["--model", model, "--steps", str(settings["steps"][model]), "--rounds", str(rounds)]
+    for pair in PAIRS[model]:
+      args += ["--pair", pair]
+    result, error = Runner.finish(*runner.start("paired.py", args, False, f"paired_{model}")[:3],
+                                  timeout=_TRAIN_TIMEOUT * 2)
+    result = result or {"model": model, "pairs": {}}
+    result["error"] = error
+    for name, cell in result["pairs"].items():
+      log(f"  {model:9s} {name:34s} ratio per round " +
+          ", ".join(f"{r:.2f}" for r in cell["ratios"]) + f"; median {cell['median_ratio']:.2f}")
+    if error:
+      log(f"  {model}: FAILED: {error}")
+    results.append(result)
   return results
 
 
@@ -497,6 +530,10 @@ def main(argv=None):
     if "train" in parts:
       train_fn = run_training_smoke if args.smoke else run_training
       data["train"] = train_fn(runner, settings, systems)
+    data["paired"] = []
+    if "train" in parts and settings["paired_rounds"]:
+      log("pairs in one process, interleaved (estimator_lite against the loops it wraps)")
+      data["paired"] = run_paired(runner, settings)
     data["evaluator"] = []
     if settings["eval_ckpts"] and "evaluator" in parts:
       log("evaluator latency (checkpoint written -> eval events written)")

@@ -1,7 +1,8 @@
 """The benchmark harness still runs: `python benchmarks/run.py --smoke` (about 20 s).
 
 Runs the harness end to end on the linear model: estimator_lite (default and
-steps_per_loop=100), the bare Session.run loop and the in-graph loop, always;
+steps_per_loop=100), the bare Session.run loop and the in-graph loop, always,
+and those pairs once in one process (workloads/paired.py);
 tf.estimator 2.15 only if the reference venv
 (~/.cache/estimator_lite/ref-venv-2.15, or $ESTIMATOR_LITE_REF_VENV) already
 exists: --smoke never creates it. It checks that the report is written with a
@@ -52,6 +53,14 @@ def test_smoke_run_writes_a_report_for_every_system(tmp_path):
   assert measured["in_graph"]["result"]["session_runs"] == 3
   assert measured["estimator_lite"]["result"]["export_s"] > 0
 
+  # The same-process pairs ran, once each.
+  [paired] = data["paired"]
+  assert paired["error"] is None, paired["error"]
+  assert set(paired["pairs"]) == {"estimator_lite:1/bare:1", "estimator_lite:100/in_graph:100"}
+  for cell in paired["pairs"].values():
+    assert len(cell["ratios"]) == 1 and cell["median_ratio"] > 0
+
   report = (tmp_path / "RESULTS.md").read_text()
   assert "| estimator_lite | " in report and "| bare Session.run | " in report
   assert "### Targets" in report
+  assert "| linear | estimator_lite:100 / in_graph:100 | 1 |" in report
