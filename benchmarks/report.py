@@ -160,7 +160,8 @@ def markdown(data):
   out.append(f"Load average (1, 5, 15 min): {load(data['load_before'])} before, "
              f"{load(data['load_after'])} after.")
   out += ["", f"Each figure: median over {_runs_text(settings)}, each a fresh process, "
-          "started one at a time; [min–max] where there are several. Training steps per "
+          "started one at a time, the order of the systems rotating from run to run; "
+          "[min–max] where there are several. Training steps per "
           "run: " + ", ".join(f"{k} {v}" for k, v in settings["steps"].items()) + ". "
           "A run's steps/s is the median rate of its 100-step windows after the first "
           "tenth of the run (each window holds one of the every-100-steps log and summary "

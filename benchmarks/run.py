@@ -9,7 +9,8 @@ Run it with the current venv's python (estimator_lite's TensorFlow); the
 tf.estimator 2.15 parts run with the reference venv's python
 (tests/reference/ref_env.py; created when missing, except with --smoke,
 which skips them when it is missing). Every measurement is a fresh process,
-started one at a time (except the multi-process cluster and evaluator runs).
+started one at a time (except the multi-process cluster and evaluator runs),
+the order of the systems rotating from run to run.
 
 Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
   tf.estimator 2.15      tf.estimator.Estimator, default RunConfig;
@@ -211,13 +212,19 @@ def runs_of(settings, model):
 
 
 def run_training(runner, settings, systems):
-  """Every (system, model) runs_of() times, one fresh process each, one at a time."""
+  """Every (system, model) runs_of() times, one fresh process each, one at a time.
+
+  The order of the systems rotates from run to run, so that each takes every
+  place in the order (a system always run right after another, or always
+  last, could gain or lose from it).
+  """
   results = []
   for run in range(max(runs_of(settings, model) for model in settings["models"])):
+    shift = run % len(systems)
     for model in settings["models"]:
       if run >= runs_of(settings, model):
         continue
-      for key, label, system, k, reference in systems:
+      for key, label, system, k, reference in systems[shift:] + systems[:shift]:
         model_dir = tempfile.mkdtemp(prefix=f"{key}_{model}_", dir=runner.work_dir)
         started = runner.start("train.py", _train_args(system, model, settings["steps"][model],
                                                        k, model_dir),
