@@ -40,11 +40,9 @@ _v1 = tf.compat.v1
 _MODEL = models.MODELS["linear"]
 
 
-def _step(iterator):
-  """One training step inside a loop body: (loss, train_op)."""
-  features, labels = iterator.get_next()
-  with tf.variable_creator_scope(train._lift_variables):  # pylint: disable=protected-access
-    built = _MODEL.build(features, labels, True)
+def _build_step(features, labels):
+  """One training step of the linear model: (loss, train_op)."""
+  built = _MODEL.build(features, labels, True)
   return built.loss, built.train_op
 
 
@@ -54,7 +52,8 @@ def _hand_built_loop(iterator, k, carry):
 
   def body(i, *carried):
     del carried
-    loss, train_op = _step(iterator)
+    with tf.variable_creator_scope(train._lift_variables):  # pylint: disable=protected-access
+      loss, train_op = _build_step(*iterator.get_next())
     with tf.control_dependencies([train_op]):
       out = [i + 1]
       if "loss" in carry:
@@ -73,23 +72,17 @@ def _hand_built_loop(iterator, k, carry):
 
 def _estimator_lite_loop(iterator, k):
   """estimator_lite's loop, and the tensors Estimator.train fetches from it."""
+  import estimator_lite  # pylint: disable=g-import-not-at-top
   from estimator_lite import _train_loop  # pylint: disable=g-import-not-at-top
 
-  class _Spec:
-    def __init__(self, loss, train_op):
-      self.loss, self.train_op = loss, train_op
+  def call_model_fn(features, labels):
+    loss, train_op = _build_step(features, labels)
+    return estimator_lite.EstimatorSpec(estimator_lite.ModeKeys.TRAIN, loss=loss,
+                                        train_op=train_op)
 
-    def replace(self, **changes):
-      return _Spec(changes.get("loss", self.loss), changes.get("train_op", self.train_op))
-
-  spec, _, loop_global_step = _train_loop.build_training_loop(
-      iterator.get_next, lambda f, l: _Spec(*_build_step(f, l)), k)
+  spec, _, loop_global_step = _train_loop.build_training_loop(iterator.get_next,
+                                                              call_model_fn, k)
   return [spec.train_op, spec.loss, loop_global_step]
-
-
-def _build_step(features, labels):
-  built = _MODEL.build(features, labels, True)
-  return built.loss, built.train_op
 
 
 def build(variant, k):

@@ -55,11 +55,10 @@ def run_pairs(model, steps, rounds, pairs):
         rate = {(system, k): train.run(system, model, steps, k,
                                        tempfile.mkdtemp(dir=work_dir))["steps_per_sec"]
                 for system, k in order}
-        rates = [rate[a], rate[b]]
         cell = results[name]
-        cell["a"].append(rates[0])
-        cell["b"].append(rates[1])
-        cell["ratios"].append(rates[0] / rates[1])
+        cell["a"].append(rate[a])
+        cell["b"].append(rate[b])
+        cell["ratios"].append(rate[a] / rate[b])
   finally:
     shutil.rmtree(work_dir, ignore_errors=True)
   for cell in results.values():
