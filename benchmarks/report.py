@@ -87,13 +87,11 @@ def targets(data, agg):
   for model in data["models"]:
     add(f"{model}: estimator_lite K=100 ≥ 0.9× in-graph loop K=100",
         ratio(model, "estimator_lite_k100", "in_graph"), 0.9)
-  # The same ratios measured in one process, run against run: the pairs
-  # run.py measured (run.PAIRS), each "A/B" as workloads/paired.py names it.
-  for result in data.get("paired", []):
-    for name, cell in result["pairs"].items():
-      a, b = name.split("/")
-      add(f"{result['model']}: {a} ≥ 0.9× {b}, same process (median of per-round ratios)",
-          cell["median_ratio"], 0.9)
+  # The same ratios measured by pairs of processes training in turns (run.PAIRS).
+  labels = dict(data["systems"])
+  for pair in data.get("pairs", []):
+    add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× {labels[pair['b']]}, "
+        "in turns (median of the rounds' ratios)", pair.get("median_ratio"), pair["target"])
   for model in data["models"]:
     add(f"{model}: time to first step ≤ tf.estimator's (train() → first step)",
         ratio(model, "estimator_lite", "tf_estimator", "first_step_s"), 1.0,
@@ -101,26 +99,33 @@ def targets(data, agg):
   return rows
 
 
-def _paired_md(data):
-  """The table of workloads/paired.py's results."""
-  if not data.get("paired"):
+def _pairs_md(data):
+  """The table of run.py's pairs (training in turns)."""
+  if not data.get("pairs"):
     return []
-  out = ["### Same process, interleaved (benchmarks/workloads/paired.py)", "",
-         "Each round trains both systems of a pair once, back to back, in one process "
-         "(new graph and session each time, the same workload as the tables above); "
-         "the ratio is taken round by round, so the machine's slow spells, which last "
-         "seconds, mostly hit both.", "",
-         "| model | pair (A / B) | rounds | A steps/s, median | B steps/s, median | "
+  labels = dict(data["systems"])
+  out = ["### Pairs training in turns (run.py's PAIRS; workloads/train.py's Turns)", "",
+         "Each round starts the two systems of a pair in two fresh processes that train "
+         "in turns of 100 steps, handing a token back and forth over pipes, so that they "
+         "never run at once and each turn of one lies next in time to a turn of the "
+         "other; a round's ratio is the median over its turns of A's steps/s over B's "
+         "next to it (the first tenth of the turns left out). The machine's slow spells "
+         "last seconds and hit both sides of a pair of turns alike. Rounds alternate "
+         "which system starts. Training steps per process: "
+         + ", ".join(f"{k} {v}" for k, v in data["settings"]["pair_steps"].items()) + ".", "",
+         "| model | A / B | target | A steps/s, median | B steps/s, median | "
          "A/B per round | median A/B |", "|---|---|---|---|---|---|---|"]
-  for result in data["paired"]:
-    if result.get("error"):
-      out.append(f"| {result['model']} | failed: `{result['error'].splitlines()[-1][:150]}` "
-                 "| | | | | |")
-    for name, cell in result["pairs"].items():
-      out.append(f"| {result['model']} | {name.replace('/', ' / ')} | {len(cell['ratios'])} "
-                 f"| {statistics.median(cell['a']):.0f} | {statistics.median(cell['b']):.0f} | "
-                 + ", ".join(f"{r:.2f}" for r in cell["ratios"])
-                 + f" | {cell['median_ratio']:.2f} |")
+  for pair in data["pairs"]:
+    rounds = pair["rounds"]
+    median_of = lambda key: statistics.median(  # pylint: disable=unnecessary-lambda-assignment
+        statistics.median(r[key]) for r in rounds)
+    cells = ((f"{median_of('rates_a'):.0f}", f"{median_of('rates_b'):.0f}",
+              ", ".join(f"{r['ratio']:.2f}" for r in rounds), f"{pair['median_ratio']:.2f}")
+             if rounds else ("–", "–", "–", "–"))
+    if pair.get("error"):
+      cells = cells[:3] + (cells[3] + f" (failed: `{pair['error'].splitlines()[-1][:150]}`)",)
+    out.append(f"| {pair['model']} | {labels[pair['a']]} / {labels[pair['b']]} | "
+               f"≥ {pair['target']:g} | " + " | ".join(cells) + " |")
   return out + [""]
 
 
@@ -170,7 +175,7 @@ def markdown(data):
   for name, value, ok in targets(data, agg):
     out.append(f"| {name} | {value} | {'–' if ok is None else 'yes' if ok else '**no**'} |")
   out.append("")
-  out += _paired_md(data) + _evaluator_md(data, labels) + _distributed_md(data, labels)
+  out += _pairs_md(data) + _evaluator_md(data, labels) + _distributed_md(data, labels)
   failures = [r for r in data["train"] if r["error"]]
   failures += [r for r in data.get("evaluator", []) + data.get("distributed", []) if r.get("error")]
   if failures:

@@ -18,9 +18,10 @@ Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
   estimator_lite K=100   RunConfig(steps_per_loop=100);
   bare Session.run       Session.run(train_op) in a Python loop, same graph;
   in-graph loop K=100    the same graph in a tf.while_loop, 100 steps a run.
-The TF 2.21 systems are also compared pairwise in one process, interleaved
-run by run (workloads/paired.py), the steadier measure of their ratio on a
-noisy machine. Plus the evaluator task's latency and asynchronous ps training (see
+The targets are also measured in pairs (PAIRS): the two systems of a pair
+start in two fresh processes that train in turns of 100 steps (workloads/
+train.py's Turns), so each turn of one is next in time to a turn of the
+other; their ratio turn by turn is the steadier measure on a noisy machine. Plus the evaluator task's latency and asynchronous ps training (see
 workloads/evaluator.py and workloads/cluster_task.py), and a cProfile of
 estimator_lite on the linear model (profile_linear.py), each TensorFlow's
 step cost layer by layer (step_costs.py) and op by op (op_costs.py).
@@ -61,18 +62,17 @@ MODELS = ("linear", "mlp", "wide_deep")
 PROFILES = {
     # The linear model's runs are short and the noisiest (its steps are a
     # fraction of a millisecond): it gets extra_runs more.
-    "full": dict(runs=5, extra_runs={"linear": 4},
-                 steps={"linear": 4000, "mlp": 600, "wide_deep": 600},
+    "full": dict(runs=5, steps={"linear": 4000, "mlp": 600, "wide_deep": 600},
+                 pair_steps={"linear": 10000, "mlp": 1000, "wide_deep": 1000}, pair_rounds=5,
                  eval_ckpts=5, dist_runs=3, dist_secs=6.0, floor_steps=2000,
-                 profile_steps=2000, paired_rounds={"linear": 10, "mlp": 3, "wide_deep": 3},
-                 models=MODELS, dist_workers=2),
+                 profile_steps=2000, models=MODELS, dist_workers=2),
     "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
+                  pair_steps={"linear": 2000, "mlp": 300, "wide_deep": 300}, pair_rounds=1,
                   eval_ckpts=3, dist_runs=1, dist_secs=4.0, floor_steps=1000,
-                  profile_steps=1000, paired_rounds={"linear": 2, "mlp": 1, "wide_deep": 1},
-                  models=MODELS, dist_workers=2),
-    "smoke": dict(runs=1, steps={"linear": 300}, eval_ckpts=0, dist_runs=0, dist_secs=0,
-                  floor_steps=0, profile_steps=0, paired_rounds={"linear": 1}, models=("linear",),
-                  dist_workers=0),
+                  profile_steps=1000, models=MODELS, dist_workers=2),
+    "smoke": dict(runs=1, steps={"linear": 300}, pair_steps={"linear": 300}, pair_rounds=1,
+                  eval_ckpts=0, dist_runs=0, dist_secs=0, floor_steps=0, profile_steps=0,
+                  models=("linear",), dist_workers=0),
 }
 _TRAIN_TIMEOUT = 600
 
@@ -134,7 +134,7 @@ class Runner:
     self._count += 1
     return os.path.join(self.work_dir, f"{self._count:04d}_{name}")
 
-  def start(self, script, args, reference, name):
+  def start(self, script, args, reference, name, pass_fds=()):
     """Starts a workload; returns (Popen, out_json_path, log_path, launch_time)."""
     out = self._path(name + ".json")
     log_path = self._path(name + ".log")
@@ -143,7 +143,7 @@ class Runner:
     log_file = open(log_path, "w")  # pylint: disable=consider-using-with
     launch = time.time()
     proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT,
-                            env=child_env(reference), cwd=REPO)
+                            env=child_env(reference), cwd=REPO, pass_fds=pass_fds)
     log_file.close()
     return proc, out, log_path, launch
 
@@ -233,33 +233,86 @@ def run_training(runner, settings, systems):
   return results
 
 
-# The pairs each model is measured in (the targets compare them): estimator_lite
-# against the bare loop on the linear model, and K=100 against the in-graph loop.
-PAIRS = {"linear": ("estimator_lite:1,bare:1", "estimator_lite:100,in_graph:100"),
-         "mlp": ("estimator_lite:100,in_graph:100",),
-         "wide_deep": ("estimator_lite:100,in_graph:100",)}
+# The pairs of systems each model is measured in, as (A, B, the issue's target
+# for A's steps/s over B's): estimator_lite against tf.estimator and against the
+# loops it wraps.
+PAIRS = {
+    "linear": (("estimator_lite", "tf_estimator", 1.0), ("estimator_lite", "bare", 0.9),
+               ("estimator_lite_k100", "tf_estimator", 3.0),
+               ("estimator_lite_k100", "in_graph", 0.9)),
+    "mlp": (("estimator_lite", "tf_estimator", 1.0), ("estimator_lite_k100", "in_graph", 0.9)),
+    "wide_deep": (("estimator_lite", "tf_estimator", 1.0),
+                  ("estimator_lite_k100", "in_graph", 0.9)),
+}
 
 
-def run_paired(runner, settings):
-  """workloads/paired.py on each model with paired_rounds: [its JSON, with "error"]."""
+def run_pair_round(runner, model, steps, a, b, a_first):
+  """One round of a pair: two fresh processes training in turns (workloads/train.py's Turns).
+
+  Args:
+    a, b: entries of SYSTEMS.
+    a_first: whether A holds the first turn.
+  Returns:
+    (A's turn rates, B's turn rates, error text or None).
+  """
+  to_a, to_b = os.pipe(), os.pipe()
+  os.write((to_a if a_first else to_b)[1], b"t")
+  started = []
+  try:
+    for (key, _, system, k, reference), (read_fd, write_fd) in (
+        (a, (to_a[0], to_b[1])), (b, (to_b[0], to_a[1]))):
+      args = ["--system", system, "--model", model, "--steps", str(steps),
+              "--steps-per-loop", str(k), "--turns", f"{read_fd},{write_fd}"]
+      started.append(runner.start("train.py", args, reference, f"pair_{key}_{model}",
+                                  pass_fds=(read_fd, write_fd)))
+  finally:
+    # Only the two workloads hold the pipes now: when one exits, the other
+    # reads end of file and goes on alone instead of waiting for its turn.
+    for fd in (*to_a, *to_b):
+      os.close(fd)
+  outcomes = [Runner.finish(*one[:3], timeout=_TRAIN_TIMEOUT) for one in started]
+  errors = [f"{meta[0]}: {error}" for meta, (_, error) in zip((a, b), outcomes) if error]
+  if errors or len(outcomes) < 2:
+    return None, None, "; ".join(errors) or "did not start"
+  rates_a, rates_b = (result["turn_rates"] for result, _ in outcomes)
+  if not rates_a or len(rates_a) != len(rates_b):
+    return None, None, f"turns do not match: {len(rates_a)} and {len(rates_b)}"
+  return rates_a, rates_b, None
+
+
+def run_pairs(runner, settings, systems):
+  """Each model's PAIRS (those whose systems are in `systems`), pair_rounds rounds each.
+
+  Returns [{model, steps, a, b, target, rounds: [{a_first, rates_a, rates_b,
+  ratio (median over the round's turns of A's rate / B's next to it)}],
+  median_ratio (over the rounds), error}].
+  """
+  by_key = {system[0]: system for system in systems}
   results = []
   for model in settings["models"]:
-    rounds = settings["paired_rounds"].get(model)
-    if not rounds:
-      continue
-    args = ["--model", model, "--steps", str(settings["steps"][model]), "--rounds", str(rounds)]
-    for pair in PAIRS[model]:
-      args += ["--pair", pair]
-    result, error = Runner.finish(*runner.start("paired.py", args, False, f"paired_{model}")[:3],
-                                  timeout=_TRAIN_TIMEOUT * 2)
-    result = result or {"model": model, "pairs": {}}
-    result["error"] = error
-    for name, cell in result["pairs"].items():
-      log(f"  {model:9s} {name:34s} ratio per round " +
-          ", ".join(f"{r:.2f}" for r in cell["ratios"]) + f"; median {cell['median_ratio']:.2f}")
-    if error:
-      log(f"  {model}: FAILED: {error}")
-    results.append(result)
+    steps = settings["pair_steps"].get(model)
+    for key_a, key_b, target in PAIRS[model] if steps else ():
+      if key_a not in by_key or key_b not in by_key:
+        continue
+      result = dict(model=model, steps=steps, a=key_a, b=key_b, target=target, rounds=[],
+                    error=None)
+      for round_index in range(settings["pair_rounds"]):
+        a_first = round_index % 2 == 0
+        rates_a, rates_b, error = run_pair_round(runner, model, steps, by_key[key_a],
+                                                 by_key[key_b], a_first)
+        if error:
+          result["error"] = error
+          log(f"  {model:9s} {key_a} / {key_b} round {round_index + 1}: FAILED: {error}")
+          break
+        ratio = statistics.median(x / y for x, y in zip(rates_a, rates_b))
+        result["rounds"].append(dict(a_first=a_first, rates_a=rates_a, rates_b=rates_b,
+                                     ratio=ratio))
+        log(f"  {model:9s} {key_a} / {key_b} round {round_index + 1}: "
+            f"{statistics.median(rates_a):.1f} / {statistics.median(rates_b):.1f} steps/s, "
+            f"ratio {ratio:.2f}")
+      ratios = [r["ratio"] for r in result["rounds"]]
+      result["median_ratio"] = statistics.median(ratios) if ratios else None
+      results.append(result)
   return results
 
 
@@ -486,8 +539,8 @@ def main(argv=None):
                     help="seconds: linear model only, no cluster/evaluator/profile")
   parser.add_argument("--runs", type=int, help="runs per (system, model); default 5 (full)")
   parser.add_argument("--no-ref", action="store_true", help="skip tf.estimator 2.15")
-  parser.add_argument("--parts", default="train,evaluator,distributed,profile",
-                      help="comma-separated subset of train,evaluator,distributed,profile")
+  parser.add_argument("--parts", default="train,pairs,evaluator,distributed,profile",
+                      help="comma-separated subset of train,pairs,evaluator,distributed,profile")
   parser.add_argument("--models", help="comma-separated subset of " + ",".join(MODELS))
   parser.add_argument("--dist-workers", type=int,
                       help="measure ps clusters with 1 .. this many workers (default 2)")
@@ -537,10 +590,10 @@ def main(argv=None):
     if "train" in parts:
       train_fn = run_training_smoke if args.smoke else run_training
       data["train"] = train_fn(runner, settings, systems)
-    data["paired"] = []
-    if "train" in parts and settings["paired_rounds"]:
-      log("pairs in one process, interleaved (estimator_lite against the loops it wraps)")
-      data["paired"] = run_paired(runner, settings)
+    data["pairs"] = []
+    if "pairs" in parts and settings["pair_rounds"]:
+      log("pairs of systems training in turns, 100 steps a turn")
+      data["pairs"] = run_pairs(runner, settings, systems)
     data["evaluator"] = []
     if settings["eval_ckpts"] and "evaluator" in parts:
       log("evaluator latency (checkpoint written -> eval events written)")
@@ -584,7 +637,7 @@ def main(argv=None):
   paths = report.write_all(data, results_dir)
   print(report.summary_text(data))
   log(f"done in {data['wall_s']:.0f} s: " + ", ".join(paths))
-  failures = [r for r in data["train"] if r["error"]]
+  failures = [r for r in data["train"] + data["pairs"] if r["error"]]
   return 1 if failures else 0
 
 

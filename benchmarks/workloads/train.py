@@ -58,14 +58,18 @@ SYSTEMS = ("tf_estimator", "estimator_lite", "bare", "in_graph")
 class _Timing(_v1.train.SessionRunHook):
   """Records when each Session.run returns; fetches nothing."""
 
-  def __init__(self):
+  def __init__(self, steps_per_call, turns=None):
     self.times = []
     self.first_wall = None
+    self._steps_per_call = steps_per_call
+    self._turns = turns
 
   def after_run(self, run_context, run_values):
     self.times.append(time.perf_counter())
     if self.first_wall is None:
       self.first_wall = time.time()
+    if self._turns:
+      self._turns.after_call(self._steps_per_call)
 
 
 class _SaveTimer(_v1.train.CheckpointSaverListener):
@@ -102,6 +106,65 @@ def windowed_steps_per_sec(times, steps_per_call):
   return statistics.median(rates) if rates else steady_steps_per_sec(times, steps_per_call)
 
 
+class Turns:
+  """Trains in turns with a partner process, WINDOW_STEPS steps a turn (run.py's pairs).
+
+  The two processes of a pair hand one token back and forth over two pipes
+  and train only while they hold it, so the two systems never run at once
+  and each window of one lies right next in time to a window of the other:
+  the machine's slow spells, which last seconds, hit both sides of a pair of
+  windows alike. `windows` holds the seconds each of this process's turns
+  took, its waits excluded. The first Session.run (graph, session, first
+  step) is not part of any turn. If the partner's end of a pipe closes (it
+  finished or failed), this process goes on alone and records no more.
+  """
+
+  def __init__(self, read_fd, write_fd):
+    self._read_fd, self._write_fd = read_fd, write_fd
+    self.windows = []
+    self._steps = 0
+    self._resumed = None  # perf_counter() when this turn began; None before the first
+    self._alone = False
+
+  def after_call(self, steps):
+    """Called after each Session.run of `steps` training steps; may wait for a turn."""
+    if self._alone:
+      return
+    if self._resumed is None:
+      self._take_turn()
+      return
+    self._steps += steps
+    if self._steps < WINDOW_STEPS:
+      return
+    self.windows.append(time.perf_counter() - self._resumed)
+    self._steps = 0
+    try:
+      os.write(self._write_fd, b"t")
+    except BrokenPipeError:
+      self._alone = True
+      return
+    self._take_turn()
+
+  def _take_turn(self):
+    if not os.read(self._read_fd, 1):  # end of file: the partner has gone
+      self._alone = True
+      return
+    self._resumed = time.perf_counter()
+
+  def close(self):
+    for fd in (self._read_fd, self._write_fd):
+      try:
+        os.close(fd)
+      except OSError:
+        pass
+
+
+def turn_rates(windows):
+  """steps/s of each turn after the first tenth (the first turns overlap the partner's start)."""
+  warm = max(1, len(windows) // 10) if len(windows) > 1 else 0
+  return [WINDOW_STEPS / seconds for seconds in windows[warm:]]
+
+
 def step_rates(times, steps_per_call):
   """Both steady-state figures of a run, for its result dict."""
   return {"steps_per_sec": windowed_steps_per_sec(times, steps_per_call),
@@ -118,14 +181,14 @@ def load_api(system):
   return estimator_lite
 
 
-def run_estimator(system, model, steps, steps_per_loop, model_dir, export):
+def run_estimator(system, model, steps, steps_per_loop, model_dir, export, turns=None):
   api = load_api(system)
   config_args = {"tf_random_seed": 1}
   if steps_per_loop > 1:
     config_args["steps_per_loop"] = steps_per_loop
   estimator = api.Estimator(models.make_model_fn(model, api), model_dir=model_dir,
                             config=api.RunConfig(**config_args))
-  timing, saves = _Timing(), _SaveTimer()
+  timing, saves = _Timing(steps_per_loop, turns), _SaveTimer()
   start = time.perf_counter()
   estimator.train(models.make_input_fn(model), max_steps=steps, hooks=[timing],
                   saving_listeners=[saves])
@@ -165,7 +228,7 @@ def _lift_variables(next_creator, **kwargs):
     return next_creator(**kwargs)
 
 
-def run_bare(model, steps, steps_per_loop, model_dir):
+def run_bare(model, steps, steps_per_loop, model_dir, turns=None):
   """A Session.run loop (steps_per_loop=1) or an in-graph loop of K steps per run."""
   times = []
   first_wall = None
@@ -195,6 +258,8 @@ def run_bare(model, steps, steps_per_loop, model_dir):
         times.append(time.perf_counter())
         if first_wall is None:
           first_wall = time.time()
+        if turns:
+          turns.after_call(steps_per_loop)
       save_start = time.perf_counter()
       saver.save(session, os.path.join(model_dir, "model.ckpt"), global_step=steps)
       save_s = time.perf_counter() - save_start
@@ -209,21 +274,28 @@ def run_bare(model, steps, steps_per_loop, model_dir):
   }
 
 
-def run(system, model_name, steps, steps_per_loop=1, model_dir=None, export=False):
-  """Runs one system on one model; returns the figures as a dict."""
+def run(system, model_name, steps, steps_per_loop=1, model_dir=None, export=False, turns=None):
+  """Runs one system on one model; returns the figures as a dict.
+
+  With `turns` (a Turns), it trains in turns with a partner process; the
+  result's "turn_rates" are then its figures of speed (steps_per_sec counts
+  the waits too).
+  """
   model = models.MODELS[model_name]
   model_dir = model_dir or tempfile.mkdtemp(prefix=f"bench_{system}_{model_name}_")
   os.makedirs(model_dir, exist_ok=True)
   if system in ("tf_estimator", "estimator_lite"):
-    result = run_estimator(system, model, steps, steps_per_loop, model_dir, export)
+    result = run_estimator(system, model, steps, steps_per_loop, model_dir, export, turns)
   elif system == "bare":
-    result = run_bare(model, steps, 1, model_dir)
+    result = run_bare(model, steps, 1, model_dir, turns)
   elif system == "in_graph":
-    result = run_bare(model, steps, steps_per_loop, model_dir)
+    result = run_bare(model, steps, steps_per_loop, model_dir, turns)
   else:
     raise ValueError(f"unknown system {system!r}; one of {SYSTEMS}")
   result.update(system=system, model=model_name, steps=steps, steps_per_loop=steps_per_loop,
                 tf_version=tf.__version__, process_start_wall=_START_WALL)
+  if turns:
+    result["turn_rates"] = turn_rates(turns.windows)
   return result
 
 
@@ -239,6 +311,9 @@ def main():
                       help="more systems to run afterwards in this same process (only for "
                       "run.py --smoke, which checks that the harness works, not timings); the "
                       "output is then a list")
+  parser.add_argument("--turns", metavar="READ_FD,WRITE_FD",
+                      help="train in turns with a partner process over these two pipe ends "
+                      "(set by run.py for its pairs; see Turns)")
   parser.add_argument("--out", required=True)
   args = parser.parse_args()
   configs = [(args.system, args.steps_per_loop)]
@@ -251,8 +326,13 @@ def main():
     if args.steps % k:
       parser.error(f"--steps {args.steps} must be a multiple of the steps per loop ({k}) "
                    f"of {system}")
-  results = [run(system, args.model, args.steps, k, args.model_dir if not args.also else None,
-                 args.export) for system, k in configs]
+  turns = Turns(*(int(fd) for fd in args.turns.split(","))) if args.turns else None
+  try:
+    results = [run(system, args.model, args.steps, k, args.model_dir if not args.also else None,
+                   args.export, turns) for system, k in configs]
+  finally:
+    if turns:
+      turns.close()
   with open(args.out, "w") as f:
     json.dump(results if args.also else results[0], f)
 
