@@ -9,8 +9,8 @@ Run it with the current venv's python (estimator_lite's TensorFlow); the
 tf.estimator 2.15 parts run with the reference venv's python
 (tests/reference/ref_env.py; created when missing, except with --smoke,
 which skips them when it is missing). Every measurement is a fresh process,
-started one at a time (except the multi-process cluster and evaluator runs),
-the order of the systems rotating from run to run.
+started one at a time (except the pairs, and the multi-process cluster and
+evaluator runs), the order of the systems rotating from run to run.
 
 Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
   tf.estimator 2.15      tf.estimator.Estimator, default RunConfig;
@@ -21,7 +21,8 @@ Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
 The targets are also measured in pairs (PAIRS): the two systems of a pair
 start in two fresh processes that train in turns of 100 steps (workloads/
 train.py's Turns), so each turn of one is next in time to a turn of the
-other; their ratio turn by turn is the steadier measure on a noisy machine. Plus the evaluator task's latency and asynchronous ps training (see
+other; their ratio turn by turn is the steadier measure on a noisy machine.
+Plus the evaluator task's latency and asynchronous ps training (see
 workloads/evaluator.py and workloads/cluster_task.py), and a cProfile of
 estimator_lite on the linear model (profile_linear.py), each TensorFlow's
 step cost layer by layer (step_costs.py) and op by op (op_costs.py).
@@ -272,8 +273,8 @@ def run_pair_round(runner, model, steps, a, b, a_first):
       os.close(fd)
   outcomes = [Runner.finish(*one[:3], timeout=_TRAIN_TIMEOUT) for one in started]
   errors = [f"{meta[0]}: {error}" for meta, (_, error) in zip((a, b), outcomes) if error]
-  if errors or len(outcomes) < 2:
-    return None, None, "; ".join(errors) or "did not start"
+  if errors:
+    return None, None, "; ".join(errors)
   rates_a, rates_b = (result["turn_rates"] for result, _ in outcomes)
   if not rates_a or len(rates_a) != len(rates_b):
     return None, None, f"turns do not match: {len(rates_a)} and {len(rates_b)}"

@@ -1,7 +1,7 @@
 """One training run of one system on one model, in this (fresh) process; prints JSON.
 
     python benchmarks/workloads/train.py --system SYSTEM --model MODEL --steps N
-        [--steps-per-loop K] [--export] --out result.json
+        [--steps-per-loop K] [--export] [--turns READ_FD,WRITE_FD] --out result.json
 
 SYSTEM:
   tf_estimator    tf.estimator (run it with the reference venv's python, TF 2.15);
