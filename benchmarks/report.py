@@ -92,6 +92,9 @@ def targets(data, agg):
   for pair in data.get("pairs", []):
     add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× {labels[pair['b']]}, "
         "in turns (median of the rounds' ratios)", pair.get("median_ratio"), pair["target"])
+    if pair.get("rounds_in_process") is not None:
+      add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× {labels[pair['b']]}, "
+          "in turns in one process", pair.get("median_ratio_in_process"), pair["target"])
   for model in data["models"]:
     add(f"{model}: time to first step ≤ tf.estimator's (train() → first step)",
         ratio(model, "estimator_lite", "tf_estimator", "first_step_s"), 1.0,
@@ -111,22 +114,33 @@ def _pairs_md(data):
          "other; a round's ratio is the median over its turns of A's steps/s over B's "
          "next to it (the first tenth of the turns left out). The machine's slow spells "
          "last seconds and hit both sides of a pair of turns alike. Rounds alternate "
-         "which system starts. Training steps per process: "
+         "which system starts. A pair of two TF 2.21 systems also runs its rounds as two "
+         "threads of one fresh process, training in turns the same way (train.py "
+         "--partner): both then share the process's luck in where its threads run. "
+         "Training steps per system: "
          + ", ".join(f"{k} {v}" for k, v in data["settings"]["pair_steps"].items()) + ".", "",
          "| model | A / B | target | A steps/s, median | B steps/s, median | "
-         "A/B per round | median A/B |", "|---|---|---|---|---|---|---|"]
+         "A/B per round | median A/B | in one process: A/B per round | median A/B |",
+         "|---|---|---|---|---|---|---|---|---|"]
   for pair in data["pairs"]:
-    rounds = pair["rounds"]
-    median_of = lambda key: statistics.median(  # pylint: disable=unnecessary-lambda-assignment
-        statistics.median(r[key]) for r in rounds)
-    cells = ((f"{median_of('rates_a'):.0f}", f"{median_of('rates_b'):.0f}",
-              ", ".join(f"{r['ratio']:.2f}" for r in rounds), f"{pair['median_ratio']:.2f}")
-             if rounds else ("–", "–", "–", "–"))
+    cells = _rounds_cells(pair["rounds"], pair["median_ratio"], rates=True)
+    cells += _rounds_cells(pair.get("rounds_in_process"), pair.get("median_ratio_in_process"))
     if pair.get("error"):
-      cells = cells[:3] + (cells[3] + f" (failed: `{pair['error'].splitlines()[-1][:150]}`)",)
+      cells = cells + (f"failed: `{pair['error'].splitlines()[-1][:150]}`",)
     out.append(f"| {pair['model']} | {labels[pair['a']]} / {labels[pair['b']]} | "
                f"≥ {pair['target']:g} | " + " | ".join(cells) + " |")
   return out + [""]
+
+
+def _rounds_cells(rounds, median_ratio, rates=False):
+  """Cells of the pairs table for one kind of rounds: [A and B rates,] per round, median."""
+  if not rounds:
+    return ("–",) * (4 if rates else 2)
+  cells = (", ".join(f"{r['ratio']:.2f}" for r in rounds), f"{median_ratio:.2f}")
+  if rates:
+    cells = tuple(f"{statistics.median(statistics.median(r[key]) for r in rounds):.0f}"
+                  for key in ("rates_a", "rates_b")) + cells
+  return cells
 
 
 def _labels(data):

@@ -22,6 +22,9 @@ The targets are also measured in pairs (PAIRS): the two systems of a pair
 start in two fresh processes that train in turns of 100 steps (workloads/
 train.py's Turns), so each turn of one is next in time to a turn of the
 other; their ratio turn by turn is the steadier measure on a noisy machine.
+Pairs of two TF 2.21 systems also train in turns as two threads of one
+process (train.py --partner), which share the process's luck in where its
+threads run.
 Plus the evaluator task's latency and asynchronous ps training (see
 workloads/evaluator.py and workloads/cluster_task.py), and a cProfile of
 estimator_lite on the linear model (profile_linear.py), each TensorFlow's
@@ -275,7 +278,27 @@ def run_pair_round(runner, model, steps, a, b, a_first):
   errors = [f"{meta[0]}: {error}" for meta, (_, error) in zip((a, b), outcomes) if error]
   if errors:
     return None, None, "; ".join(errors)
-  rates_a, rates_b = (result["turn_rates"] for result, _ in outcomes)
+  return _turn_rates_of(*(result for result, _ in outcomes))
+
+
+def run_pair_round_in_process(runner, model, steps, a, b, a_first):
+  """One round of a pair in one fresh process, two threads training in turns.
+
+  Same figures as run_pair_round; only for pairs of systems on this venv.
+  """
+  first, second = (a, b) if a_first else (b, a)
+  args = ["--system", first[2], "--model", model, "--steps", str(steps),
+          "--steps-per-loop", str(first[3]), "--partner", f"{second[2]}:{second[3]}"]
+  results, error = Runner.finish(
+      *runner.start("train.py", args, False, f"pair_in_process_{a[0]}_{b[0]}_{model}")[:3],
+      timeout=_TRAIN_TIMEOUT)
+  if error:
+    return None, None, error
+  return _turn_rates_of(*(results if a_first else results[::-1]))
+
+
+def _turn_rates_of(result_a, result_b):
+  rates_a, rates_b = result_a["turn_rates"], result_b["turn_rates"]
   if not rates_a or len(rates_a) != len(rates_b):
     return None, None, f"turns do not match: {len(rates_a)} and {len(rates_b)}"
   return rates_a, rates_b, None
@@ -284,9 +307,15 @@ def run_pair_round(runner, model, steps, a, b, a_first):
 def run_pairs(runner, settings, systems):
   """Each model's PAIRS (those whose systems are in `systems`), pair_rounds rounds each.
 
+  A pair of two systems on this venv also runs its rounds in one process
+  (run_pair_round_in_process): the process's own luck (where its threads
+  land, below) is then shared by both, and what is left is the code around
+  the graph.
+
   Returns [{model, steps, a, b, target, rounds: [{a_first, rates_a, rates_b,
   ratio (median over the round's turns of A's rate / B's next to it)}],
-  median_ratio (over the rounds), error}].
+  median_ratio (over the rounds), rounds_in_process, median_ratio_in_process
+  (both None for pairs with tf.estimator), error}].
   """
   by_key = {system[0]: system for system in systems}
   results = []
@@ -295,26 +324,38 @@ def run_pairs(runner, settings, systems):
     for key_a, key_b, target in PAIRS[model] if steps else ():
       if key_a not in by_key or key_b not in by_key:
         continue
-      result = dict(model=model, steps=steps, a=key_a, b=key_b, target=target, rounds=[],
-                    error=None)
-      for round_index in range(settings["pair_rounds"]):
-        a_first = round_index % 2 == 0
-        rates_a, rates_b, error = run_pair_round(runner, model, steps, by_key[key_a],
-                                                 by_key[key_b], a_first)
-        if error:
-          result["error"] = error
-          log(f"  {model:9s} {key_a} / {key_b} round {round_index + 1}: FAILED: {error}")
-          break
-        ratio = statistics.median(x / y for x, y in zip(rates_a, rates_b))
-        result["rounds"].append(dict(a_first=a_first, rates_a=rates_a, rates_b=rates_b,
-                                     ratio=ratio))
-        log(f"  {model:9s} {key_a} / {key_b} round {round_index + 1}: "
-            f"{statistics.median(rates_a):.1f} / {statistics.median(rates_b):.1f} steps/s, "
-            f"ratio {ratio:.2f}")
-      ratios = [r["ratio"] for r in result["rounds"]]
-      result["median_ratio"] = statistics.median(ratios) if ratios else None
+      a, b = by_key[key_a], by_key[key_b]
+      result = dict(model=model, steps=steps, a=key_a, b=key_b, target=target, error=None,
+                    rounds_in_process=None, median_ratio_in_process=None)
+      kinds = [("", run_pair_round)]
+      if not (a[4] or b[4]):  # neither runs on the reference venv
+        kinds.append(("_in_process", run_pair_round_in_process))
+      for suffix, round_fn in kinds:
+        rounds, error = _pair_rounds(runner, settings["pair_rounds"], model, steps, a, b,
+                                     round_fn, suffix.replace("_", " "))
+        result["rounds" + suffix] = rounds
+        result["median_ratio" + suffix] = (
+            statistics.median(r["ratio"] for r in rounds) if rounds else None)
+        result["error"] = result["error"] or error
       results.append(result)
   return results
+
+
+def _pair_rounds(runner, count, model, steps, a, b, round_fn, kind):
+  """`count` rounds of round_fn; returns (rounds, error text or None)."""
+  rounds = []
+  for index in range(count):
+    a_first = index % 2 == 0
+    rates_a, rates_b, error = round_fn(runner, model, steps, a, b, a_first)
+    if error:
+      log(f"  {model:9s} {a[0]} / {b[0]}{kind} round {index + 1}: FAILED: {error}")
+      return rounds, error
+    ratio = statistics.median(x / y for x, y in zip(rates_a, rates_b))
+    rounds.append(dict(a_first=a_first, rates_a=rates_a, rates_b=rates_b, ratio=ratio))
+    log(f"  {model:9s} {a[0]} / {b[0]}{kind} round {index + 1}: "
+        f"{statistics.median(rates_a):.1f} / {statistics.median(rates_b):.1f} steps/s, "
+        f"ratio {ratio:.2f}")
+  return rounds, None
 
 
 def run_training_smoke(runner, settings, systems):

@@ -1,13 +1,16 @@
 """One training run of one system on one model, in this (fresh) process; prints JSON.
 
     python benchmarks/workloads/train.py --system SYSTEM --model MODEL --steps N
-        [--steps-per-loop K] [--export] [--turns READ_FD,WRITE_FD] --out result.json
+        [--steps-per-loop K] [--export] [--turns READ_FD,WRITE_FD | --partner SYSTEM:K]
+        --out result.json
 
 SYSTEM:
   tf_estimator    tf.estimator (run it with the reference venv's python, TF 2.15);
   estimator_lite  estimator_lite (current venv; the repository on PYTHONPATH);
   bare            a tf.compat.v1.Session.run(train_op) loop over the same graph;
   in_graph        the same graph inside a tf.while_loop of K steps per Session.run.
+--turns trains in turns with a partner process (run.py's pairs); --partner
+trains a second system in a second thread of this process, the two in turns.
 The bare loops use the Estimators' default session config (tf.estimator's:
 soft placement, one Grappler pass), so only the loop around the graph differs.
 
@@ -41,6 +44,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 _START_WALL = time.time()
@@ -157,6 +161,45 @@ class Turns:
         os.close(fd)
       except OSError:
         pass
+
+
+def run_in_turns(model_name, steps, first, second):
+  """Trains two systems in two threads of this process, in turns (run.py's in-process pairs).
+
+  The threads hand the token over two pipes, exactly as two processes do
+  (Turns), but share the process: its threads, allocator and libraries, so
+  that what differs between the two is only the code around the graph.
+
+  Args:
+    first, second: (system, steps_per_loop); `first` holds the first turn.
+  Returns:
+    The two results of run(), in that order.
+  Raises:
+    The first exception either thread raised.
+  """
+  to_first, to_second = os.pipe(), os.pipe()
+  os.write(to_first[1], b"t")
+  turns = (Turns(to_first[0], to_second[1]), Turns(to_second[0], to_first[1]))
+  results, errors = [None, None], []
+
+  def train(index, system, steps_per_loop):
+    try:
+      results[index] = run(system, model_name, steps, steps_per_loop, turns=turns[index])
+    except BaseException as error:  # pylint: disable=broad-except
+      errors.append(error)
+    finally:
+      # The partner then reads end of file and goes on alone.
+      turns[index].close()
+
+  threads = [threading.Thread(target=train, args=(i, *config), name=f"turns-{config[0]}")
+             for i, config in enumerate((first, second))]
+  for thread in threads:
+    thread.start()
+  for thread in threads:
+    thread.join()
+  if errors:
+    raise errors[0]
+  return results
 
 
 def turn_rates(windows):
@@ -314,18 +357,29 @@ def main():
   parser.add_argument("--turns", metavar="READ_FD,WRITE_FD",
                       help="train in turns with a partner process over these two pipe ends "
                       "(set by run.py for its pairs; see Turns)")
+  parser.add_argument("--partner", metavar="SYSTEM:K",
+                      help="train SYSTEM (K steps per loop) in turns with --system in a second "
+                      "thread of this process (run.py's in-process pairs; see run_in_turns); "
+                      "the output is then a list of the two results")
   parser.add_argument("--out", required=True)
   args = parser.parse_args()
   configs = [(args.system, args.steps_per_loop)]
-  for extra in args.also:
+  for extra in args.also + ([args.partner] if args.partner else []):
     system, _, k = extra.partition(":")
     if system not in SYSTEMS:
-      parser.error(f"--also {extra!r}: unknown system; one of {SYSTEMS}")
+      parser.error(f"{extra!r}: unknown system; one of {SYSTEMS}")
     configs.append((system, int(k or 1)))
   for system, k in configs:
     if args.steps % k:
       parser.error(f"--steps {args.steps} must be a multiple of the steps per loop ({k}) "
                    f"of {system}")
+  if args.partner:
+    if args.also or args.turns:
+      parser.error("--partner cannot be combined with --also or --turns")
+    results = run_in_turns(args.model, args.steps, *configs)
+    with open(args.out, "w") as f:
+      json.dump(results, f)
+    return
   turns = Turns(*(int(fd) for fd in args.turns.split(","))) if args.turns else None
   try:
     results = [run(system, args.model, args.steps, k, args.model_dir if not args.also else None,
