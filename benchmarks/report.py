@@ -90,6 +90,8 @@ def targets(data, agg):
   # The same ratios measured by pairs of processes training in turns (run.PAIRS).
   labels = dict(data["systems"])
   for pair in data.get("pairs", []):
+    if pair["target"] is None:
+      continue
     add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× {labels[pair['b']]}, "
         "in turns (median of the rounds' ratios)", pair.get("median_ratio"), pair["target"])
     if pair.get("rounds_in_process") is not None:
@@ -127,8 +129,9 @@ def _pairs_md(data):
     cells += _rounds_cells(pair.get("rounds_in_process"), pair.get("median_ratio_in_process"))
     if pair.get("error"):
       cells = cells + (f"failed: `{pair['error'].splitlines()[-1][:150]}`",)
-    out.append(f"| {pair['model']} | {labels[pair['a']]} / {labels[pair['b']]} | "
-               f"≥ {pair['target']:g} | " + " | ".join(cells) + " |")
+    target = "none: the spread" if pair["target"] is None else f"≥ {pair['target']:g}"
+    out.append(f"| {pair['model']} | {labels[pair['a']]} / {labels[pair['b']]} | {target} | "
+               + " | ".join(cells) + " |")
   return out + [""]
 
 

@@ -239,11 +239,12 @@ def run_training(runner, settings, systems):
 
 # The pairs of systems each model is measured in, as (A, B, the issue's target
 # for A's steps/s over B's): estimator_lite against tf.estimator and against the
-# loops it wraps.
+# loops it wraps. The in-graph loop against itself (no target) shows how far
+# two identical processes' ratios spread on this machine.
 PAIRS = {
     "linear": (("estimator_lite", "tf_estimator", 1.0), ("estimator_lite", "bare", 0.9),
                ("estimator_lite_k100", "tf_estimator", 3.0),
-               ("estimator_lite_k100", "in_graph", 0.9)),
+               ("estimator_lite_k100", "in_graph", 0.9), ("in_graph", "in_graph", None)),
     "mlp": (("estimator_lite", "tf_estimator", 1.0), ("estimator_lite_k100", "in_graph", 0.9)),
     "wide_deep": (("estimator_lite", "tf_estimator", 1.0),
                   ("estimator_lite_k100", "in_graph", 0.9)),
@@ -263,11 +264,11 @@ def run_pair_round(runner, model, steps, a, b, a_first):
   os.write((to_a if a_first else to_b)[1], b"t")
   started = []
   try:
-    for (key, _, system, k, reference), (read_fd, write_fd) in (
-        (a, (to_a[0], to_b[1])), (b, (to_b[0], to_a[1]))):
+    for side, (key, _, system, k, reference), (read_fd, write_fd) in (
+        ("a", a, (to_a[0], to_b[1])), ("b", b, (to_b[0], to_a[1]))):
       args = ["--system", system, "--model", model, "--steps", str(steps),
               "--steps-per-loop", str(k), "--turns", f"{read_fd},{write_fd}"]
-      started.append(runner.start("train.py", args, reference, f"pair_{key}_{model}",
+      started.append(runner.start("train.py", args, reference, f"pair_{side}_{key}_{model}",
                                   pass_fds=(read_fd, write_fd)))
   finally:
     # Only the two workloads hold the pipes now: when one exits, the other

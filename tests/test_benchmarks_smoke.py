@@ -58,7 +58,8 @@ def test_smoke_run_writes_a_report_for_every_system(tmp_path):
   # steps: both had the same number of turns, and each turn a rate. Pairs
   # without tf.estimator ran once more, as two threads of one process.
   pairs = {(pair["a"], pair["b"]): pair for pair in data["pairs"]}
-  expected_pairs = {("estimator_lite", "bare"), ("estimator_lite_k100", "in_graph")}
+  expected_pairs = {("estimator_lite", "bare"), ("estimator_lite_k100", "in_graph"),
+                    ("in_graph", "in_graph")}
   if "tf_estimator" in expected:
     expected_pairs |= {("estimator_lite", "tf_estimator"), ("estimator_lite_k100", "tf_estimator")}
   assert set(pairs) == expected_pairs
@@ -77,4 +78,5 @@ def test_smoke_run_writes_a_report_for_every_system(tmp_path):
   assert "| estimator_lite | " in report and "| bare Session.run | " in report
   assert "### Targets" in report
   assert "| linear | estimator_lite K=100 / in-graph loop K=100 | ≥ 0.9 |" in report
+  assert "| linear | in-graph loop K=100 / in-graph loop K=100 | none: the spread |" in report
   assert "estimator_lite K=100 ≥ 0.9× in-graph loop K=100, in turns in one process" in report
