@@ -88,7 +88,7 @@ def targets(data, agg):
     add(f"{model}: estimator_lite K=100 ≥ 0.9× in-graph loop K=100",
         ratio(model, "estimator_lite_k100", "in_graph"), 0.9)
   # The same ratios measured by pairs of processes training in turns (run.PAIRS).
-  labels = dict(data["systems"])
+  labels = _labels(data)
   for pair in data.get("pairs", []):
     if pair["target"] is None:
       continue
@@ -108,7 +108,7 @@ def _pairs_md(data):
   """The table of run.py's pairs (training in turns)."""
   if not data.get("pairs"):
     return []
-  labels = dict(data["systems"])
+  labels = _labels(data)
   out = ["### Pairs training in turns (run.py's PAIRS; workloads/train.py's Turns)", "",
          "Each round starts the two systems of a pair in two fresh processes that train "
          "in turns of 100 steps, handing a token back and forth over pipes, so that they "
@@ -119,8 +119,14 @@ def _pairs_md(data):
          "which system starts. A pair of two TF 2.21 systems also runs its rounds as two "
          "threads of one fresh process, training in turns the same way (train.py "
          "--partner): both then share the process's luck in where its threads run. "
+         "Pairs without a target explain the others: the in-graph loop against itself "
+         "shows how far two identical systems' ratios spread on this machine; on "
+         "wide_deep, estimator_lite against TF 2.21's bare loop, and that loop against "
+         "TF 2.15's, split estimator_lite's cost from TensorFlow's. "
          "Training steps per system: "
-         + ", ".join(f"{k} {v}" for k, v in data["settings"]["pair_steps"].items()) + ".", "",
+         + ", ".join(f"{k} {v}" for k, v in data["settings"]["pair_steps"].items())
+         + "; rounds per pair: "
+         + ", ".join(f"{k} {v}" for k, v in data["settings"]["pair_rounds"].items()) + ".", "",
          "| model | A / B | target | A steps/s, median | B steps/s, median | "
          "A/B per round | median A/B | in one process: A/B per round | median A/B |",
          "|---|---|---|---|---|---|---|---|---|"]
@@ -129,7 +135,7 @@ def _pairs_md(data):
     cells += _rounds_cells(pair.get("rounds_in_process"), pair.get("median_ratio_in_process"))
     if pair.get("error"):
       cells = cells + (f"failed: `{pair['error'].splitlines()[-1][:150]}`",)
-    target = "none: the spread" if pair["target"] is None else f"≥ {pair['target']:g}"
+    target = "none" if pair["target"] is None else f"≥ {pair['target']:g}"
     out.append(f"| {pair['model']} | {labels[pair['a']]} / {labels[pair['b']]} | {target} | "
                + " | ".join(cells) + " |")
   return out + [""]
@@ -278,7 +284,7 @@ def _distributed_md(data, labels):
 
 _SHORT = {"tf_estimator": "tf.estimator\n2.15", "estimator_lite": "estimator\n_lite",
           "estimator_lite_k100": "estimator\n_lite\nK=100", "bare": "bare\nSession\n.run",
-          "in_graph": "in-graph\nloop\nK=100"}
+          "in_graph": "in-graph\nloop\nK=100", "bare_tf215": "bare\nSession\n.run\nTF 2.15"}
 
 
 def chart(data, path):
@@ -290,7 +296,8 @@ def chart(data, path):
   dist = distributed_stats(data)
   panels = list(data["models"]) + (["distributed"] if dist else [])
   colors = {"tf_estimator": "#9e9e9e", "estimator_lite": "#1f77b4",
-            "estimator_lite_k100": "#aec7e8", "bare": "#ff7f0e", "in_graph": "#ffbb78"}
+            "estimator_lite_k100": "#aec7e8", "bare": "#ff7f0e", "in_graph": "#ffbb78",
+            "bare_tf215": "#d9d9d9"}
   fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.6), squeeze=False)
   for ax, panel in zip(axes[0], panels):
     if panel == "distributed":
@@ -380,9 +387,9 @@ def write_all(data, results_dir):
 def summary_text(data):
   """A plain-text table of the medians for the terminal."""
   agg = aggregate(data)
-  lines = [f"{'system':22s} " + " ".join(f"{m:>14s}" for m in data["models"])]
+  lines = [f"{'system':25s} " + " ".join(f"{m:>14s}" for m in data["models"])]
   for key, label in data["systems"]:
-    lines.append(f"{label:22s} " + " ".join(
+    lines.append(f"{label:25s} " + " ".join(
         f"{_fmt(agg.get(m, {}).get(key, {}).get('steps_per_sec'), '{:.0f}'):>14s}"
         for m in data["models"]))
   for name, value, ok in targets(data, agg):

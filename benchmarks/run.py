@@ -18,6 +18,7 @@ Systems, on the models of benchmarks/models.py (linear, mlp, wide_deep):
   estimator_lite K=100   RunConfig(steps_per_loop=100);
   bare Session.run       Session.run(train_op) in a Python loop, same graph;
   in-graph loop K=100    the same graph in a tf.while_loop, 100 steps a run.
+  bare Session.run, TF 2.15   the bare loop on the reference venv's TF 2.15.
 The targets are also measured in pairs (PAIRS): the two systems of a pair
 start in two fresh processes that train in turns of 100 steps (workloads/
 train.py's Turns), so each turn of one is next in time to a turn of the
@@ -58,25 +59,31 @@ SYSTEMS = (
     ("estimator_lite_k100", "estimator_lite K=100", "estimator_lite", 100, False),
     ("bare", "bare Session.run", "bare", 1, False),
     ("in_graph", "in-graph loop K=100", "in_graph", 100, False),
+    # The bare loop on TF 2.15: what TensorFlow itself gained or lost since.
+    ("bare_tf215", "bare Session.run, TF 2.15", "bare", 1, True),
 )
 MODELS = ("linear", "mlp", "wide_deep")
 
 # Per mode: runs per (system, model), training steps per model (multiples of
-# 100), and the evaluator/cluster settings.
+# 100), the pairs' steps and rounds per model, and the evaluator/cluster
+# settings.
 PROFILES = {
-    # The linear model's runs are short and the noisiest (its steps are a
-    # fraction of a millisecond): it gets extra_runs more.
+    # The linear model's steps are a fraction of a millisecond, so its figures
+    # swing the most from process to process; its pair rounds take seconds,
+    # so it gets more of them.
     "full": dict(runs=5, steps={"linear": 4000, "mlp": 600, "wide_deep": 600},
-                 pair_steps={"linear": 10000, "mlp": 1000, "wide_deep": 1000}, pair_rounds=5,
+                 pair_steps={"linear": 10000, "mlp": 1000, "wide_deep": 1000},
+                 pair_rounds={"linear": 11, "mlp": 5, "wide_deep": 5},
                  eval_ckpts=5, dist_runs=3, dist_secs=6.0, floor_steps=2000,
                  profile_steps=2000, models=MODELS, dist_workers=2),
     "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
-                  pair_steps={"linear": 2000, "mlp": 300, "wide_deep": 300}, pair_rounds=1,
+                  pair_steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
+                  pair_rounds={"linear": 1, "mlp": 1, "wide_deep": 1},
                   eval_ckpts=3, dist_runs=1, dist_secs=4.0, floor_steps=1000,
                   profile_steps=1000, models=MODELS, dist_workers=2),
-    "smoke": dict(runs=1, steps={"linear": 300}, pair_steps={"linear": 300}, pair_rounds=1,
-                  eval_ckpts=0, dist_runs=0, dist_secs=0, floor_steps=0, profile_steps=0,
-                  models=("linear",), dist_workers=0),
+    "smoke": dict(runs=1, steps={"linear": 300}, pair_steps={"linear": 300},
+                  pair_rounds={"linear": 1}, eval_ckpts=0, dist_runs=0, dist_secs=0,
+                  floor_steps=0, profile_steps=0, models=("linear",), dist_workers=0),
 }
 _TRAIN_TIMEOUT = 600
 
@@ -205,7 +212,7 @@ def _collect(meta, started, results):
     if one is not None and one.get("first_step_wall"):
       one["launch_to_first_step_s"] = one["first_step_wall"] - started[3]
     sps = one and one.get("steps_per_sec")
-    log(f"  {one_meta['label']:22s} {one_meta['model']:9s} run {one_meta['run'] + 1}: "
+    log(f"  {one_meta['label']:25s} {one_meta['model']:9s} run {one_meta['run'] + 1}: "
         + (f"{sps:9.1f} steps/s" if sps else f"FAILED: {error}"))
     results.append(dict(one_meta, result=one, error=error))
 
@@ -239,15 +246,18 @@ def run_training(runner, settings, systems):
 
 # The pairs of systems each model is measured in, as (A, B, the issue's target
 # for A's steps/s over B's): estimator_lite against tf.estimator and against the
-# loops it wraps. The in-graph loop against itself (no target) shows how far
-# two identical processes' ratios spread on this machine.
+# loops it wraps. Pairs without a target explain: the in-graph loop against
+# itself shows how far two identical systems' ratios spread on this machine;
+# on wide_deep, estimator_lite against TF 2.21's bare loop and that loop against
+# TF 2.15's split estimator_lite's cost from TensorFlow's.
 PAIRS = {
     "linear": (("estimator_lite", "tf_estimator", 1.0), ("estimator_lite", "bare", 0.9),
                ("estimator_lite_k100", "tf_estimator", 3.0),
                ("estimator_lite_k100", "in_graph", 0.9), ("in_graph", "in_graph", None)),
     "mlp": (("estimator_lite", "tf_estimator", 1.0), ("estimator_lite_k100", "in_graph", 0.9)),
     "wide_deep": (("estimator_lite", "tf_estimator", 1.0),
-                  ("estimator_lite_k100", "in_graph", 0.9)),
+                  ("estimator_lite_k100", "in_graph", 0.9),
+                  ("estimator_lite", "bare", None), ("bare", "bare_tf215", None)),
 }
 
 
@@ -306,7 +316,7 @@ def _turn_rates_of(result_a, result_b):
 
 
 def run_pairs(runner, settings, systems):
-  """Each model's PAIRS (those whose systems are in `systems`), pair_rounds rounds each.
+  """Each model's PAIRS (those whose systems are in `systems`), its pair_rounds rounds each.
 
   A pair of two systems on this venv also runs its rounds in one process
   (run_pair_round_in_process): the process's own luck (where its threads
@@ -332,7 +342,7 @@ def run_pairs(runner, settings, systems):
       if not (a[4] or b[4]):  # neither runs on the reference venv
         kinds.append(("_in_process", run_pair_round_in_process))
       for suffix, round_fn in kinds:
-        rounds, error = _pair_rounds(runner, settings["pair_rounds"], model, steps, a, b,
+        rounds, error = _pair_rounds(runner, settings["pair_rounds"][model], model, steps, a, b,
                                      round_fn, suffix.replace("_", " "))
         result["rounds" + suffix] = rounds
         result["median_ratio" + suffix] = (
