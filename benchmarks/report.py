@@ -92,11 +92,11 @@ def targets(data, agg):
   for pair in data.get("pairs", []):
     if pair["target"] is None:
       continue
-    add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× {labels[pair['b']]}, "
-        "in turns (median of the rounds' ratios)", pair.get("median_ratio"), pair["target"])
-    if pair.get("rounds_in_process") is not None:
-      add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× {labels[pair['b']]}, "
-          "in turns in one process", pair.get("median_ratio_in_process"), pair["target"])
+    for suffix, how in (("", "in turns (median of the rounds' ratios)"),
+                        ("_in_process", "in turns in one process")):
+      if pair.get("rounds" + suffix) is not None:
+        add(f"{pair['model']}: {labels[pair['a']]} ≥ {pair['target']:g}× "
+            f"{labels[pair['b']]}, {how}", pair.get("median_ratio" + suffix), pair["target"])
   for model in data["models"]:
     add(f"{model}: time to first step ≤ tf.estimator's (train() → first step)",
         ratio(model, "estimator_lite", "tf_estimator", "first_step_s"), 1.0,

@@ -338,12 +338,12 @@ def run_pairs(runner, settings, systems):
       a, b = by_key[key_a], by_key[key_b]
       result = dict(model=model, steps=steps, a=key_a, b=key_b, target=target, error=None,
                     rounds_in_process=None, median_ratio_in_process=None)
-      kinds = [("", run_pair_round)]
+      kinds = [("", "", run_pair_round)]
       if not (a[4] or b[4]):  # neither runs on the reference venv
-        kinds.append(("_in_process", run_pair_round_in_process))
-      for suffix, round_fn in kinds:
+        kinds.append(("_in_process", " in process", run_pair_round_in_process))
+      for suffix, kind, round_fn in kinds:
         rounds, error = _pair_rounds(runner, settings["pair_rounds"][model], model, steps, a, b,
-                                     round_fn, suffix.replace("_", " "))
+                                     round_fn, kind)
         result["rounds" + suffix] = rounds
         result["median_ratio" + suffix] = (
             statistics.median(r["ratio"] for r in rounds) if rounds else None)
