@@ -2,10 +2,10 @@
 
 Replace `tf.estimator` with `estimator_lite` (`import estimator_lite as est`).
 """
-from estimator_lite import _legacy_keras
+from estimator_lite._util import legacy_keras
 
 # Must run before anything resolves tf.keras / tf.compat.v1.layers.
-_legacy_keras.select_legacy_keras()
+legacy_keras.select_legacy_keras()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from estimator_lite import compat
@@ -14,10 +14,10 @@ from estimator_lite import export
 from estimator_lite import inputs
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
-from estimator_lite.exporter import BestExporter
-from estimator_lite.exporter import Exporter
-from estimator_lite.exporter import FinalExporter
-from estimator_lite.exporter import LatestExporter
+from estimator_lite.export.exporter import BestExporter
+from estimator_lite.export.exporter import Exporter
+from estimator_lite.export.exporter import FinalExporter
+from estimator_lite.export.exporter import LatestExporter
 from estimator_lite.hooks import CheckpointSaverHook
 from estimator_lite.hooks import CheckpointSaverListener
 from estimator_lite.hooks import FeedFnHook
@@ -36,7 +36,7 @@ from estimator_lite.hooks import StepCounterHook
 from estimator_lite.hooks import StopAtStepHook
 from estimator_lite.hooks import StopAtTimeHook
 from estimator_lite.hooks import SummarySaverHook
-from estimator_lite._preemption import Preempted
+from estimator_lite._session.preemption import Preempted
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 from estimator_lite.training import EvalSpec

@@ -1,9 +1,13 @@
 """EstimatorSpec: what a model_fn returns, validated against the mode it was called in."""
+from __future__ import annotations
+
 import collections.abc
+from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 
 import attrs
 import tensorflow as tf
 
+from estimator_lite._util import validation
 from estimator_lite.export import export_output as _export_output
 from estimator_lite.mode_keys import ModeKeys
 
@@ -14,35 +18,24 @@ _FIELDS_IN_ORDER = (
     "evaluation_hooks", "prediction_hooks")
 
 
-def _is_keras_metric(value):
+def _is_keras_metric(value: Any) -> bool:
   # Keras 2 (tf-keras) and Keras 3 metric objects both have update_state/result.
   return hasattr(value, "update_state") and hasattr(value, "result") and hasattr(
       value, "variables")
 
 
-def _is_tensor(value):
+def _is_tensor(value: Any) -> bool:
   return isinstance(value, (tf.Tensor, tf.Variable)) or (
       hasattr(value, "graph") and hasattr(value, "dtype") and hasattr(value, "shape"))
 
 
-def _tensor_like(value):
+def _tensor_like(value: Any) -> bool:
   """A Tensor, Variable or Operation: what a train_op or update_op may be."""
   return isinstance(value, tf.Operation) or _is_tensor(value)
 
 
-def _check_hooks(hooks, field):
-  hooks = tuple(hooks or ())
-  for hook in hooks:
-    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise TypeError(
-          f"All hooks must be SessionRunHook instances, given: {hook!r} in "
-          f"EstimatorSpec.{field}. Subclass tf.compat.v1.train.SessionRunHook "
-          "(estimator_lite.SessionRunHook).")
-  return hooks
-
-
 @attrs.frozen(init=False, repr=False)
-class EstimatorSpec:
+class EstimatorSpec(validation.Replaceable):
   """Ops and objects returned from a `model_fn` and passed to an `Estimator`.
 
   Which fields are required depends on `mode`:
@@ -76,21 +69,25 @@ class EstimatorSpec:
   """
 
   mode: str
-  predictions: object = None
-  loss: object = None
-  train_op: object = None
-  eval_metric_ops: object = None
-  export_outputs: object = None
-  training_chief_hooks: tuple = ()
-  training_hooks: tuple = ()
-  scaffold: object = None
-  evaluation_hooks: tuple = ()
-  prediction_hooks: tuple = ()
+  predictions: Any = None
+  loss: Any = None
+  train_op: Any = None
+  eval_metric_ops: Dict[str, Any] = attrs.field(factory=dict)
+  export_outputs: Optional[Dict[str, _export_output.ExportOutput]] = None
+  training_chief_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  training_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  scaffold: Any = None
+  evaluation_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  prediction_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
 
-  def __init__(self, mode, predictions=None, loss=None, train_op=None,
-               eval_metric_ops=None, export_outputs=None,
-               training_chief_hooks=None, training_hooks=None, scaffold=None,
-               evaluation_hooks=None, prediction_hooks=None):
+  def __init__(self, mode: str, predictions: Any = None, loss: Any = None, train_op: Any = None,
+               eval_metric_ops: Optional[Mapping[str, Any]] = None,
+               export_outputs: Optional[Mapping[str, _export_output.ExportOutput]] = None,
+               training_chief_hooks: Optional[Iterable[Any]] = None,
+               training_hooks: Optional[Iterable[Any]] = None,
+               scaffold: Optional[tf.compat.v1.train.Scaffold] = None,
+               evaluation_hooks: Optional[Iterable[Any]] = None,
+               prediction_hooks: Optional[Iterable[Any]] = None) -> None:
     if mode not in ModeKeys.all():
       raise ValueError(
           f"mode={mode!r} is not one of ModeKeys.TRAIN ('train'), ModeKeys.EVAL "
@@ -99,47 +96,35 @@ class EstimatorSpec:
     loss = _validate_loss(loss, mode)
     predictions = _validate_predictions(predictions, mode)
     train_op = _validate_train_op(train_op, mode)
-    eval_metric_ops = _validate_eval_metric_ops(eval_metric_ops, mode)
-    export_outputs = _validate_export_outputs(export_outputs, predictions, mode)
+    checked_metrics = _validate_eval_metric_ops(eval_metric_ops, mode)
+    checked_outputs = _validate_export_outputs(export_outputs, predictions, mode)
     if scaffold is None:
       scaffold = tf.compat.v1.train.Scaffold()
     elif not isinstance(scaffold, tf.compat.v1.train.Scaffold):
       raise TypeError(
           f"scaffold must be a tf.compat.v1.train.Scaffold; given: {scaffold!r}.")
     _check_same_graph(mode, loss=loss, train_op=train_op, predictions=predictions,
-                      eval_metric_ops=eval_metric_ops)
+                      eval_metric_ops=checked_metrics)
     self.__attrs_init__(
         mode=mode, predictions=predictions, loss=loss, train_op=train_op,
-        eval_metric_ops=eval_metric_ops, export_outputs=export_outputs,
+        eval_metric_ops=checked_metrics, export_outputs=checked_outputs,
         training_chief_hooks=_check_hooks(training_chief_hooks, "training_chief_hooks"),
         training_hooks=_check_hooks(training_hooks, "training_hooks"),
         scaffold=scaffold,
         evaluation_hooks=_check_hooks(evaluation_hooks, "evaluation_hooks"),
         prediction_hooks=_check_hooks(prediction_hooks, "prediction_hooks"))
 
-  def replace(self, **changes):
-    """Returns a new, validated EstimatorSpec with `changes` applied.
-
-    Raises:
-      ValueError: an unknown field name, or the result does not validate.
-    """
-    unknown = sorted(set(changes) - set(_FIELDS_IN_ORDER))
-    if unknown:
-      raise ValueError(
-          f"EstimatorSpec has no field(s) {unknown}; fields are {list(_FIELDS_IN_ORDER)}.")
-    values = {name: getattr(self, name) for name in _FIELDS_IN_ORDER}
-    values.update(changes)
-    return EstimatorSpec(**values)
-
-  _replace = replace
-
-  def __repr__(self):
+  def __repr__(self) -> str:
     shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS_IN_ORDER
                       if getattr(self, name) not in (None, ()))
     return f"EstimatorSpec({shown})"
 
 
-def _validate_loss(loss, mode):
+def _check_hooks(hooks: Optional[Iterable[Any]], field: str) -> tuple:
+  return validation.check_hooks(hooks, f"EstimatorSpec.{field}")
+
+
+def _validate_loss(loss: Any, mode: str) -> Any:
   if loss is None:
     if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
       raise ValueError(
@@ -161,7 +146,7 @@ def _validate_loss(loss, mode):
   return loss
 
 
-def _validate_predictions(predictions, mode):
+def _validate_predictions(predictions: Any, mode: str) -> Any:
   if predictions is None:
     if mode == ModeKeys.PREDICT:
       raise ValueError(
@@ -182,7 +167,7 @@ def _validate_predictions(predictions, mode):
   return predictions
 
 
-def _validate_train_op(train_op, mode):
+def _validate_train_op(train_op: Any, mode: str) -> Any:
   if train_op is None:
     if mode == ModeKeys.TRAIN:
       raise ValueError(
@@ -196,7 +181,8 @@ def _validate_train_op(train_op, mode):
   return train_op
 
 
-def _validate_eval_metric_ops(eval_metric_ops, mode):
+def _validate_eval_metric_ops(eval_metric_ops: Optional[Mapping[str, Any]], mode: str
+                              ) -> Dict[str, Any]:
   if eval_metric_ops is None:
     return {}
   if not isinstance(eval_metric_ops, collections.abc.Mapping):
@@ -217,9 +203,10 @@ def _validate_eval_metric_ops(eval_metric_ops, mode):
   return checked
 
 
-def _validate_export_outputs(export_outputs, predictions, mode):
+def _validate_export_outputs(export_outputs: Optional[Mapping[str, Any]], predictions: Any,
+                             mode: str) -> Optional[Dict[str, Any]]:
   if mode != ModeKeys.PREDICT:
-    return export_outputs
+    return dict(export_outputs) if export_outputs is not None else None
   if export_outputs is None:
     return {_DEFAULT_SERVING_KEY: _export_output.PredictOutput(predictions)}
   if not isinstance(export_outputs, collections.abc.Mapping):
@@ -244,7 +231,7 @@ def _validate_export_outputs(export_outputs, predictions, mode):
   return export_outputs
 
 
-def _flatten_graph_members(**named):
+def _flatten_graph_members(**named: Any) -> Iterator[Tuple[str, Any]]:
   for name, value in named.items():
     if value is None:
       continue
@@ -258,7 +245,7 @@ def _flatten_graph_members(**named):
       yield name, value
 
 
-def _check_same_graph(mode, **named):
+def _check_same_graph(mode: str, **named: Any) -> None:
   default_graph = tf.compat.v1.get_default_graph()
   for name, value in _flatten_graph_members(**named):
     graph = getattr(value, "graph", None)

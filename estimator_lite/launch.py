@@ -17,6 +17,8 @@ prints the TF_CONFIG of each machine of a real cluster instead: one HOST[:PORT]
 per training task, in the order chief, workers, ps (port 2222 by default); the
 evaluator needs no address.
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -26,6 +28,8 @@ import subprocess
 import sys
 import threading
 import time
+from types import FrameType
+from typing import Any, BinaryIO, Dict, Iterable, List, NoReturn, Optional, Sequence, TextIO, Tuple
 
 _DEFAULT_PORT = 2222
 _TERM_GRACE_SECS = 5
@@ -36,7 +40,7 @@ class LaunchError(ValueError):
   """The launcher's arguments cannot describe a cluster."""
 
 
-def cluster_tasks(num_ps, num_workers, evaluator):
+def cluster_tasks(num_ps: int, num_workers: int, evaluator: bool) -> List[Tuple[str, int]]:
   """The (job, index) of every task: chief, workers, ps, then the evaluator."""
   tasks = [("chief", 0)] + [("worker", i) for i in range(num_workers)]
   tasks += [("ps", i) for i in range(num_ps)]
@@ -45,20 +49,21 @@ def cluster_tasks(num_ps, num_workers, evaluator):
   return tasks
 
 
-def cluster_dict(tasks, addresses):
+def cluster_dict(tasks: Sequence[Tuple[str, int]], addresses: Iterable[str]
+                 ) -> Dict[str, List[str]]:
   """{"chief": [...], "worker": [...], "ps": [...]}: the training tasks' addresses."""
-  cluster = {}
+  cluster: dict = {}
   for (job, _), address in zip([t for t in tasks if t[0] != "evaluator"], addresses):
     cluster.setdefault(job, []).append(address)
   return cluster
 
 
-def tf_config(cluster, job, index):
+def tf_config(cluster: Dict[str, List[str]], job: str, index: int) -> str:
   """The TF_CONFIG string of task `job:index` in `cluster`."""
   return json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})
 
 
-def free_ports(count, host="localhost"):
+def free_ports(count: int, host: str = "localhost") -> List[int]:
   """`count` distinct ports the OS reports free on `host`.
 
   Each is found by binding port 0 and reading the port back; all sockets stay
@@ -77,7 +82,7 @@ def free_ports(count, host="localhost"):
       sock.close()
 
 
-def _check_counts(num_ps, num_workers):
+def _check_counts(num_ps: int, num_workers: int) -> None:
   if num_ps < 0 or num_workers < 0:
     raise LaunchError(f"--ps ({num_ps}) and --workers ({num_workers}) must be >= 0.")
   if num_workers > 0 and num_ps == 0:
@@ -86,7 +91,8 @@ def _check_counts(num_ps, num_workers):
         "that live on the parameter servers (between-graph replication).")
 
 
-def print_tf_configs(num_ps, num_workers, evaluator, hosts, out=None):
+def print_tf_configs(num_ps: int, num_workers: int, evaluator: bool, hosts: Sequence[str],
+                     out: Optional[TextIO] = None) -> None:
   """Prints, for each machine, the TF_CONFIG it must be started with.
 
   Raises:
@@ -112,10 +118,11 @@ def print_tf_configs(num_ps, num_workers, evaluator, hosts, out=None):
 class _Task:
   """One child process and the thread that copies its output, prefixed."""
 
-  def __init__(self, job, index, command, env, out, lock):
+  def __init__(self, job: str, index: int, command: Sequence[str], env: Dict[str, str],
+               out: BinaryIO, lock: threading.Lock) -> None:
     self.name = f"{job}:{index}"
     self.job = job
-    self.returncode = None
+    self.returncode: Optional[int] = None
     self.stopped = False
     # Its own session: stopping the task (by its PID's group) also stops what
     # a wrapper script started, and Ctrl-C reaches it only through us.
@@ -128,59 +135,61 @@ class _Task:
     self._thread = threading.Thread(target=self._pump, args=(out, lock), daemon=True)
     self._thread.start()
 
-  def _pump(self, out, lock):
+  def _pump(self, out: BinaryIO, lock: threading.Lock) -> None:
     prefix = f"[{self.name}] ".encode()
-    for line in iter(self.process.stdout.readline, b""):
+    stdout = self.process.stdout
+    assert stdout is not None  # Popen(stdout=PIPE)
+    for line in iter(stdout.readline, b""):
       if not line.endswith(b"\n"):
         line += b"\n"
       with lock:
         out.write(prefix + line)
         out.flush()
-    self.process.stdout.close()
+    stdout.close()
 
-  def poll(self):
+  def poll(self) -> Optional[int]:
     if self.returncode is None:
       self.returncode = self.process.poll()
     return self.returncode
 
-  def signal(self, signum):
+  def signal(self, signum: int) -> None:
     if self.poll() is None:
       try:
         os.killpg(self.process.pid, signum)
       except ProcessLookupError:
         pass
 
-  def join_output(self, timeout=5):
+  def join_output(self, timeout: float = 5) -> None:
     self._thread.join(timeout)
 
 
 class _Cluster:
   """The running tasks of a local cluster."""
 
-  def __init__(self, out):
+  def __init__(self, out: BinaryIO) -> None:
     self._out = out
     self._lock = threading.Lock()
-    self.tasks = []
+    self.tasks: List[_Task] = []
 
-  def say(self, message):
+  def say(self, message: str) -> None:
     with self._lock:
       self._out.write(f"[launch] {message}\n".encode())
       self._out.flush()
 
-  def start(self, job, index, command, env):
+  def start(self, job: str, index: int, command: Sequence[str], env: Dict[str, str]) -> _Task:
     task = _Task(job, index, command, env, self._out, self._lock)
     self.tasks.append(task)
     self.say(f"started {task.name} (pid {task.process.pid})")
     return task
 
-  def of_job(self, *jobs):
+  def of_job(self, *jobs: str) -> List[_Task]:
     return [t for t in self.tasks if t.job in jobs]
 
-  def wait(self, tasks, deadline):
+  def wait(self, tasks: Sequence[_Task], deadline: float) -> None:
     while any(t.poll() is None for t in tasks) and time.monotonic() < deadline:
       time.sleep(_POLL_SECS)
 
-  def stop(self, tasks):
+  def stop(self, tasks: Sequence[_Task]) -> None:
     """SIGTERM, then SIGKILL after a few seconds, every task of `tasks` still running."""
     running = [t for t in tasks if t.poll() is None]
     for task in running:
@@ -193,7 +202,7 @@ class _Cluster:
         task.process.wait()
         task.poll()
 
-  def summary(self):
+  def summary(self) -> str:
     parts = []
     for task in self.tasks:
       state = f"exited with {task.returncode}"
@@ -206,18 +215,19 @@ class _Cluster:
 class _Interrupted(KeyboardInterrupt):
   """The launcher got SIGTERM: stop the cluster as for Ctrl-C."""
 
-  def __init__(self, signum):
+  def __init__(self, signum: int) -> None:
     super().__init__(f"signal {signum}")
     self.signum = signum
 
 
-def _raise_interrupt(signum, frame):
+def _raise_interrupt(signum: int, frame: Optional[FrameType]) -> NoReturn:
   del frame
   raise _Interrupted(signum)
 
 
-def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
-                host="localhost", out=None):
+def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator: bool,
+                grace_secs: float = 60.0, host: str = "localhost",
+                out: Optional[BinaryIO] = None) -> int:
   """Runs `command` as every task of a local cluster; see the module docstring.
 
   Args:
@@ -250,6 +260,9 @@ def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
   in_main_thread = threading.current_thread() is threading.main_thread()
   if in_main_thread:  # signal handlers can only be set there
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+  # An int: chief.poll() once the chief has exited (mypy sees Optional[int]),
+  # or minus the signal that interrupted the launcher.
+  status: Any
   try:
     for job, index in tasks:
       env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1")
@@ -284,7 +297,7 @@ def run_cluster(command, num_ps, num_workers, evaluator, grace_secs=60.0,
   return status if status >= 0 else 128 - status
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog="python -m estimator_lite.launch",
       description="Run a training program as a local cluster (chief, workers, ps, "
@@ -305,7 +318,7 @@ def _parser():
   return parser
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
   """Entry point of `python -m estimator_lite.launch`; returns the exit status."""
   argv = list(sys.argv[1:] if argv is None else argv)
   command = []

@@ -1,4 +1,7 @@
 """ModeKeys: the three modes a model_fn is called in."""
+from __future__ import annotations
+
+from typing import Tuple
 
 
 class ModeKeys:
@@ -14,5 +17,5 @@ class ModeKeys:
   PREDICT = "infer"
 
   @classmethod
-  def all(cls):
+  def all(cls) -> Tuple[str, str, str]:
     return (cls.TRAIN, cls.EVAL, cls.PREDICT)

@@ -1,15 +1,20 @@
 """RunConfig: where and how an Estimator runs (model_dir, checkpoints, cluster role)."""
+from __future__ import annotations
+
 import copy
 import os
+from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-from estimator_lite import _strategy_checks
-from estimator_lite import _tf_config
+from estimator_lite._cluster import strategy_checks as _strategy_checks
+from estimator_lite._cluster import tf_config as _tf_config
 
-_USE_DEFAULT = object()
+# Any: the sentinel default of arguments typed Optional[int] / Optional[float].
+_USE_DEFAULT: Any = object()
 _DEFAULT_CHECKPOINT_SECS = 600
+_RunConfigT = TypeVar("_RunConfigT", bound="RunConfig")
 
 _REPLACEABLE = (
     "model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
@@ -29,7 +34,8 @@ class TaskType:
   EVALUATOR = _tf_config.EVALUATOR
 
 
-def _check_count(name, value, minimum, allow_none=True):
+def _check_count(name: str, value: Optional[float], minimum: float, allow_none: bool = True
+                 ) -> None:
   if value is None and allow_none:
     return
   if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
@@ -38,7 +44,7 @@ def _check_count(name, value, minimum, allow_none=True):
         + (" or None." if allow_none else "."))
 
 
-def _default_session_config(role):
+def _default_session_config(role: _tf_config.ClusterRole) -> tf.compat.v1.ConfigProto:
   # tf.estimator's default: one Grappler pass keeps graph setup (time to the
   # first step) short without changing results.
   config = tf.compat.v1.ConfigProto(
@@ -102,25 +108,25 @@ class RunConfig:
   """
 
   def __init__(self,
-               model_dir=None,
-               tf_random_seed=None,
-               save_summary_steps=100,
-               save_checkpoints_steps=_USE_DEFAULT,
-               save_checkpoints_secs=_USE_DEFAULT,
-               session_config=None,
-               keep_checkpoint_max=5,
-               keep_checkpoint_every_n_hours=10000,
-               log_step_count_steps=100,
-               train_distribute=None,
-               device_fn=None,
-               protocol=None,
-               eval_distribute=None,
-               experimental_distribute=None,
-               experimental_max_worker_delay_secs=None,
-               session_creation_timeout_secs=7200,
-               checkpoint_save_graph_def=True,
+               model_dir: Optional[Union[str, os.PathLike[str]]] = None,
+               tf_random_seed: Optional[int] = None,
+               save_summary_steps: Optional[int] = 100,
+               save_checkpoints_steps: Optional[int] = _USE_DEFAULT,
+               save_checkpoints_secs: Optional[float] = _USE_DEFAULT,
+               session_config: Optional[tf.compat.v1.ConfigProto] = None,
+               keep_checkpoint_max: Optional[int] = 5,
+               keep_checkpoint_every_n_hours: Optional[float] = 10000,
+               log_step_count_steps: Optional[int] = 100,
+               train_distribute: Optional[tf.distribute.Strategy] = None,
+               device_fn: Optional[Callable[[tf.Operation], str]] = None,
+               protocol: Optional[str] = None,
+               eval_distribute: Optional[tf.distribute.Strategy] = None,
+               experimental_distribute: Any = None,
+               experimental_max_worker_delay_secs: Optional[float] = None,
+               session_creation_timeout_secs: float = 7200,
+               checkpoint_save_graph_def: bool = True,
                *,
-               steps_per_loop=1):
+               steps_per_loop: int = 1) -> None:
     if (save_checkpoints_steps not in (_USE_DEFAULT, None) and
         save_checkpoints_secs not in (_USE_DEFAULT, None)):
       raise ValueError(
@@ -183,121 +189,121 @@ class RunConfig:
 
   # -- what the user set ------------------------------------------------------
   @property
-  def model_dir(self):
+  def model_dir(self) -> Optional[str]:
     return self._model_dir
 
   @property
-  def tf_random_seed(self):
+  def tf_random_seed(self) -> Optional[int]:
     return self._tf_random_seed
 
   @property
-  def save_summary_steps(self):
+  def save_summary_steps(self) -> Optional[int]:
     return self._save_summary_steps
 
   @property
-  def save_checkpoints_steps(self):
+  def save_checkpoints_steps(self) -> Optional[int]:
     return self._save_checkpoints_steps
 
   @property
-  def save_checkpoints_secs(self):
+  def save_checkpoints_secs(self) -> Optional[float]:
     return self._save_checkpoints_secs
 
   @property
-  def session_config(self):
+  def session_config(self) -> tf.compat.v1.ConfigProto:
     if self._user_session_config is not None:
       return self._user_session_config
     return _default_session_config(self._role)
 
   @property
-  def keep_checkpoint_max(self):
+  def keep_checkpoint_max(self) -> Optional[int]:
     return self._keep_checkpoint_max
 
   @property
-  def keep_checkpoint_every_n_hours(self):
+  def keep_checkpoint_every_n_hours(self) -> Optional[float]:
     return self._keep_checkpoint_every_n_hours
 
   @property
-  def log_step_count_steps(self):
+  def log_step_count_steps(self) -> Optional[int]:
     return self._log_step_count_steps
 
   @property
-  def train_distribute(self):
+  def train_distribute(self) -> Optional[tf.distribute.Strategy]:
     return self._train_distribute
 
   @property
-  def eval_distribute(self):
+  def eval_distribute(self) -> Optional[tf.distribute.Strategy]:
     return self._eval_distribute
 
   @property
-  def experimental_distribute(self):
+  def experimental_distribute(self) -> Any:
     return self._experimental_distribute
 
   @property
-  def device_fn(self):
+  def device_fn(self) -> Optional[Callable[[tf.Operation], str]]:
     return self._device_fn
 
   @property
-  def protocol(self):
+  def protocol(self) -> Optional[str]:
     return self._protocol
 
   @property
-  def experimental_max_worker_delay_secs(self):
+  def experimental_max_worker_delay_secs(self) -> Optional[float]:
     return self._experimental_max_worker_delay_secs
 
   @property
-  def session_creation_timeout_secs(self):
+  def session_creation_timeout_secs(self) -> float:
     return self._session_creation_timeout_secs
 
   @property
-  def checkpoint_save_graph_def(self):
+  def checkpoint_save_graph_def(self) -> bool:
     return self._checkpoint_save_graph_def
 
   @property
-  def steps_per_loop(self):
+  def steps_per_loop(self) -> int:
     return self._steps_per_loop
 
   # -- what TF_CONFIG says ----------------------------------------------------
   @property
-  def cluster_spec(self):
+  def cluster_spec(self) -> tf.train.ClusterSpec:
     return self._role.cluster_spec
 
   @property
-  def task_type(self):
+  def task_type(self) -> str:
     return self._role.task_type
 
   @property
-  def task_id(self):
+  def task_id(self) -> int:
     return self._role.task_id
 
   @property
-  def master(self):
+  def master(self) -> str:
     return self._role.master
 
   @property
-  def evaluation_master(self):
+  def evaluation_master(self) -> str:
     return self._role.evaluation_master
 
   @property
-  def num_ps_replicas(self):
+  def num_ps_replicas(self) -> int:
     return self._role.num_ps_replicas
 
   @property
-  def num_worker_replicas(self):
+  def num_worker_replicas(self) -> int:
     return self._role.num_worker_replicas
 
   @property
-  def is_chief(self):
+  def is_chief(self) -> bool:
     return self._role.is_chief
 
   @property
-  def global_id_in_cluster(self):
+  def global_id_in_cluster(self) -> Optional[int]:
     return self._role.global_id_in_cluster
 
   @property
-  def service(self):
+  def service(self) -> Optional[Dict[str, Any]]:
     return None
 
-  def replace(self, **kwargs):
+  def replace(self: _RunConfigT, **kwargs: Any) -> _RunConfigT:
     """Returns a new RunConfig with the given properties replaced.
 
     Only the constructor's arguments can be replaced; the cluster role is read
@@ -323,7 +329,7 @@ class RunConfig:
     RunConfig.__init__(new, **values)
     return new
 
-  def __deepcopy__(self, memo):
+  def __deepcopy__(self: _RunConfigT, memo: Dict[int, Any]) -> _RunConfigT:
     # A tf.distribute strategy is not a value: it owns devices, collective
     # state and (MultiWorkerMirroredStrategy) this task's server, and some
     # refuse deepcopy. Copies of a RunConfig (Estimator.config) share it.
@@ -335,13 +341,13 @@ class RunConfig:
       setattr(new, name, value)
     return new
 
-  def _constructor_values(self):
+  def _constructor_values(self) -> Dict[str, Any]:
     values = {name: getattr(self, "_" + name) for name in _REPLACEABLE
               if name != "session_config"}
     values["session_config"] = self._user_session_config
     return values
 
-  def __repr__(self):
+  def __repr__(self) -> str:
     return ("RunConfig(" + ", ".join(
         f"{name}={value!r}" for name, value in sorted(self._constructor_values().items()))
             + f", task_type={self.task_type!r}, task_id={self.task_id!r})")

@@ -5,22 +5,22 @@ runs it: local training with evaluation, or the cluster's chief, worker, ps,
 master or evaluator task. See DESIGN.md, "Roles from TF_CONFIG", and README,
 "Run on a cluster".
 """
+from __future__ import annotations
+
 import numbers
+from typing import Any, List, Optional, Tuple
 
 import attrs
 import tensorflow as tf
 
-from estimator_lite import _evaluator_loop
-from estimator_lite import _server
-from estimator_lite import _strategy_checks
-from estimator_lite import _tf_config
+from estimator_lite._cluster import roles
+from estimator_lite._util import validation
 from estimator_lite.estimator import Estimator
-
-_logging = tf.compat.v1.logging
+from estimator_lite.export.exporter import Exporter
 
 
 # -- validation -----------------------------------------------------------------
-def _check_input_fn(instance, attribute, input_fn):
+def _check_input_fn(instance: Any, attribute: Any, input_fn: Any) -> None:
   del instance, attribute
   if not callable(input_fn):
     raise TypeError(
@@ -28,21 +28,12 @@ def _check_input_fn(instance, attribute, input_fn):
         "itself (input_fn=my_input_fn), not its result.")
 
 
-def _is_int(value):
-  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_positive_int_or_none(instance, attribute, value):
+def _check_positive_int_or_none(instance: Any, attribute: Any, value: Any) -> None:
   del instance
-  if value is None:
-    return
-  if not _is_int(value):
-    raise TypeError(f"{attribute.name} must be an int or None, given: {value!r}.")
-  if value <= 0:
-    raise ValueError(f"Must specify {attribute.name} > 0, given: {value}")
+  validation.check_positive_int(attribute.name, value)
 
 
-def _check_non_negative_secs(instance, attribute, value):
+def _check_non_negative_secs(instance: Any, attribute: Any, value: Any) -> None:
   del instance
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
     raise TypeError(f"{attribute.name} must be a number of seconds, given: {value!r}.")
@@ -50,35 +41,26 @@ def _check_non_negative_secs(instance, attribute, value):
     raise ValueError(f"Must specify {attribute.name} >= 0, given: {value}")
 
 
-def _check_name(instance, attribute, name):
+def _check_name(instance: Any, attribute: Any, name: Any) -> None:
   del instance, attribute
   if name is not None and not isinstance(name, str):
     raise TypeError(f"`name` must be string, given: {name!r}")
 
 
-def _hooks_tuple(hooks):
-  hooks = tuple(hooks or ())
-  for hook in hooks:
-    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise TypeError(f"All hooks must be `SessionRunHook` instances, given: {hook!r}")
-  return hooks
+def _hooks_tuple(hooks: Any) -> Tuple[tf.compat.v1.train.SessionRunHook, ...]:
+  return validation.check_hooks(hooks, "TrainSpec or EvalSpec (hooks=...)",
+                                validation.SPEC_HOOKS_ERROR)
 
 
-def _listeners_tuple(listeners):
-  listeners = tuple(listeners or ())
-  for listener in listeners:
-    if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-      raise TypeError(
-          "All saving_listeners must be `CheckpointSaverListener` instances, given: "
-          f"{listener!r}")
-  return listeners
+def _listeners_tuple(listeners: Any) -> Tuple[tf.compat.v1.train.CheckpointSaverListener, ...]:
+  return validation.check_saving_listeners(listeners, validation.SPEC_LISTENERS_ERROR)
 
 
-def _is_exporter(value):
+def _is_exporter(value: Any) -> bool:
   return hasattr(value, "name") and callable(getattr(value, "export", None))
 
 
-def _exporters_tuple(exporters):
+def _exporters_tuple(exporters: Any) -> Tuple[Exporter, ...]:
   if not exporters:
     return ()
   if _is_exporter(exporters):
@@ -108,19 +90,9 @@ def _exporters_tuple(exporters):
   return exporters
 
 
-class _Replaceable:
-  """replace()/_replace() for the frozen specs (tf.estimator's were namedtuples)."""
-
-  def replace(self, **changes):
-    """Returns a copy with `changes` applied, validated like the constructor's arguments."""
-    return attrs.evolve(self, **changes)
-
-  _replace = replace
-
-
 # -- specs ----------------------------------------------------------------------
 @attrs.frozen
-class TrainSpec(_Replaceable):
+class TrainSpec(validation.Replaceable):
   """The "train" part of train_and_evaluate: input, duration and hooks.
 
   Args:
@@ -144,7 +116,7 @@ class TrainSpec(_Replaceable):
 
 
 @attrs.frozen
-class EvalSpec(_Replaceable):
+class EvalSpec(validation.Replaceable):
   """The "evaluate" part of train_and_evaluate: input, cadence and exporters.
 
   Evaluation happens after checkpoints (the chief's, in local and master
@@ -186,7 +158,8 @@ class EvalSpec(_Replaceable):
 
 
 # -- train_and_evaluate -----------------------------------------------------------
-def train_and_evaluate(estimator, train_spec, eval_spec):
+def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec
+                       ) -> Optional[Tuple[Optional[dict], Optional[List[Any]]]]:
   """Trains and evaluates the Estimator as this process's role in TF_CONFIG says.
 
   * No cluster (local): trains, evaluating after checkpoint saves (at the
@@ -222,86 +195,4 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
   if not isinstance(eval_spec, EvalSpec):
     raise TypeError(f"`eval_spec` must have type `estimator_lite.EvalSpec`. Got: "
                     f"{type(eval_spec)}")
-  config = estimator.config
-  if config.task_type == _tf_config.EVALUATOR and config.task_id > 0:
-    raise ValueError(
-        "For distributed training, there can only be one `evaluator` task (with task "
-        f"id 0).  Given task id {config.task_id}")
-  if not config.cluster_spec.jobs and config.task_type != _tf_config.EVALUATOR:
-    _logging.info("Running training and evaluation locally (non-distributed).")
-    return _run_local(estimator, train_spec, eval_spec)
-  runners = {
-      _tf_config.CHIEF: _run_chief,
-      _tf_config.WORKER: _run_worker,
-      _tf_config.MASTER: _run_master,
-      _tf_config.PS: _run_ps,
-      _tf_config.EVALUATOR: _run_evaluator,
-  }
-  if config.task_type not in runners:
-    raise ValueError(f"Task type {config.task_type} is not supported. Supported task "
-                     f"types are {sorted(runners)}")
-  _logging.info("Running train_and_evaluate as %s:%d.", config.task_type, config.task_id)
-  runners[config.task_type](estimator, train_spec, eval_spec)
-  return None
-
-
-def _eval_listener(estimator, train_spec, eval_spec):
-  evaluator = _evaluator_loop.Evaluator(estimator, eval_spec, train_spec.max_steps)
-  return _evaluator_loop.NewCheckpointListenerForEvaluate(
-      evaluator, eval_spec.throttle_secs, eval_spec.every_n_steps)
-
-
-def _run_local(estimator, train_spec, eval_spec):
-  config = estimator.config
-  _logging.info(
-      "Start train and evaluate loop. The evaluate will happen after every checkpoint. "
-      "Checkpoint frequency is determined based on RunConfig arguments: "
-      "save_checkpoints_steps %s or save_checkpoints_secs %s.",
-      config.save_checkpoints_steps, config.save_checkpoints_secs)
-  listener = _eval_listener(estimator, train_spec, eval_spec)
-  estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
-                  hooks=list(train_spec.hooks),
-                  saving_listeners=list(train_spec.saving_listeners) + [listener])
-  metrics = listener.eval_result.metrics if listener.eval_result else None
-  return metrics, listener.export_results
-
-
-def _train_in_cluster(estimator, train_spec, saving_listeners):
-  config = estimator.config
-  if _strategy_checks.is_multi_worker(config.train_distribute):
-    # All-reduce training (estimator_lite/_distributed.py): each task serves
-    # itself and all start together, with no stagger.
-    server = None
-  else:
-    server = _server.start_std_server(config)  # pylint: disable=unused-variable
-    _server.wait_before_training(config)
-  estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
-                  hooks=list(train_spec.hooks), saving_listeners=saving_listeners)
-  del server  # kept alive until training is done
-
-
-def _run_chief(estimator, train_spec, eval_spec):
-  del eval_spec
-  _train_in_cluster(estimator, train_spec, list(train_spec.saving_listeners))
-
-
-def _run_worker(estimator, train_spec, eval_spec):
-  del eval_spec
-  # As tf.estimator: saving listeners belong to the chief, the only task that saves.
-  _train_in_cluster(estimator, train_spec, None)
-
-
-def _run_master(estimator, train_spec, eval_spec):
-  listener = _eval_listener(estimator, train_spec, eval_spec)
-  _train_in_cluster(estimator, train_spec, list(train_spec.saving_listeners) + [listener])
-
-
-def _run_ps(estimator, train_spec, eval_spec):
-  del train_spec, eval_spec
-  server = _server.start_std_server(estimator.config)
-  _logging.info("ps task serving variables until stopped.")
-  server.join()
-
-
-def _run_evaluator(estimator, train_spec, eval_spec):
-  _evaluator_loop.run_continuous_evaluation(estimator, eval_spec, train_spec.max_steps)
+  return roles.run(estimator, train_spec, eval_spec)

@@ -1,14 +1,28 @@
 """WarmStartSettings and VocabInfo: initialise a new model from another's checkpoint."""
+from __future__ import annotations
+
 import os
+from typing import Any, Dict, List, Optional, Union
 
 import attrs
 import tensorflow as tf
+
+from estimator_lite._util import validation
 
 # TensorFlow's own class, as tf.estimator re-exported it.
 VocabInfo = tf.compat.v1.train.VocabInfo
 
 
-def _check_path(instance, attribute, value):
+def _path_as_str(value: Any) -> Any:
+  """A path-like value as str; anything else as given (for _check_path to judge)."""
+  return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+def _dict_or_empty(value: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+  return dict(value or {})
+
+
+def _check_path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
   del instance, attribute
   if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
     raise ValueError(
@@ -17,7 +31,7 @@ def _check_path(instance, attribute, value):
 
 
 @attrs.frozen
-class WarmStartSettings:
+class WarmStartSettings(validation.Replaceable):
   """Which variables to initialise from which checkpoint, when there is no checkpoint yet.
 
   Warm-starting only sets initial values: once model_dir has a checkpoint,
@@ -34,20 +48,14 @@ class WarmStartSettings:
       checkpoint, for renamed variables.
   """
 
-  ckpt_to_initialize_from: str = attrs.field(converter=lambda v: os.fspath(v) if isinstance(v, os.PathLike) else v,
-                                             validator=_check_path)
-  vars_to_warm_start: object = ".*"
-  var_name_to_vocab_info: dict = attrs.field(default=None, converter=lambda v: dict(v or {}))
-  var_name_to_prev_var_name: dict = attrs.field(default=None, converter=lambda v: dict(v or {}))
-
-  def replace(self, **changes):
-    """Returns a copy with `changes` applied."""
-    return attrs.evolve(self, **changes)
-
-  _replace = replace
+  ckpt_to_initialize_from: str = attrs.field(converter=_path_as_str, validator=_check_path)
+  vars_to_warm_start: Optional[Union[str, List[Any]]] = ".*"
+  var_name_to_vocab_info: Dict[str, Any] = attrs.field(default=None, converter=_dict_or_empty)
+  var_name_to_prev_var_name: Dict[str, str] = attrs.field(default=None, converter=_dict_or_empty)
 
 
-def resolve(warm_start_from):
+def resolve(warm_start_from: Union[None, str, os.PathLike[str], WarmStartSettings]
+            ) -> Optional[WarmStartSettings]:
   """Turns Estimator's warm_start_from (path or settings) into WarmStartSettings or None."""
   if warm_start_from is None:
     return None
@@ -65,7 +73,7 @@ def resolve(warm_start_from):
   return settings
 
 
-def apply(settings):
+def apply(settings: WarmStartSettings) -> None:
   """Overrides the initialisers of the current graph's variables per `settings`."""
   tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %r", settings)
   tf.compat.v1.train.warm_start(

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_lite as est
-from estimator_lite import _tf_config
+from estimator_lite._cluster import tf_config as _tf_config
 
 _SETTINGS = hypothesis.settings(max_examples=150, deadline=None, derandomize=True,
                                 suppress_health_check=[hypothesis.HealthCheck.too_slow])

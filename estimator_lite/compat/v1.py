@@ -10,10 +10,13 @@ classes: a v1 `Estimator` is an `estimator_lite.Estimator`, which keeps the v1
 method name `export_savedmodel`). The v1-only parts are `inputs`
 (numpy_input_fn, pandas_input_fn) and the v1 `experimental` names.
 """
+from __future__ import annotations
+
 import importlib
 import sys
+from typing import Any, List
 
-from estimator_lite._not_provided import not_provided_error
+from estimator_lite._util.not_provided import not_provided_error
 
 # tf.compat.v1.estimator's names that estimator_lite provides, and where.
 _TOP_LEVEL = (
@@ -47,7 +50,7 @@ _NOT_PROVIDED = dict.fromkeys(
 __all__ = sorted(_TOP_LEVEL + _SUBMODULES + ("estimator",))
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
   if name == "estimator":
     return sys.modules[__name__]
   top = importlib.import_module("estimator_lite")
@@ -58,5 +61,5 @@ def __getattr__(name):
   raise not_provided_error(__name__, name, _NOT_PROVIDED)
 
 
-def __dir__():
+def __dir__() -> List[str]:
   return __all__

@@ -4,7 +4,11 @@ Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimenta
 is this module). tf.estimator's canned parts of these namespaces are not
 provided: asking for one raises an AttributeError saying what to use instead.
 """
-from estimator_lite._not_provided import not_provided_error
+from __future__ import annotations
+
+from typing import Any
+
+from estimator_lite._util.not_provided import not_provided_error
 from estimator_lite.experimental.early_stopping import make_early_stopping_hook
 from estimator_lite.experimental.early_stopping import stop_if_higher_hook
 from estimator_lite.experimental.early_stopping import stop_if_lower_hook
@@ -54,5 +58,5 @@ _NOT_PROVIDED = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
   raise not_provided_error(__name__, name, _NOT_PROVIDED)

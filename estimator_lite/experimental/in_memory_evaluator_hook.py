@@ -1,8 +1,15 @@
 """InMemoryEvaluatorHook: evaluates during training from the live variables, without a checkpoint."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence
+
 import tensorflow as tf
 
-from estimator_lite import _quiet
-from estimator_lite import _summaries
+from estimator_lite._session import eval_session
+from estimator_lite._util import cadence as cadence_lib
+from estimator_lite._util import events
+from estimator_lite._util import quiet
+from estimator_lite._util import validation
 
 _logging = tf.compat.v1.logging
 
@@ -42,10 +49,9 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
       cluster (ps or several workers).
   """
 
-  def __init__(self, estimator, input_fn, steps=None, hooks=None, name=None,
-               every_n_iter=100):
-    # pylint: disable=g-import-not-at-top
-    from estimator_lite import estimator as estimator_module
+  def __init__(self, estimator: Any, input_fn: Callable[..., Any], steps: Optional[int] = None,
+               hooks: Optional[Sequence[tf.compat.v1.train.SessionRunHook]] = None,
+               name: Optional[str] = None, every_n_iter: int = 100):
     if every_n_iter is None or every_n_iter <= 0:
       raise ValueError(f"invalid every_n_iter={every_n_iter}.")
     if estimator.config.num_ps_replicas > 0 or estimator.config.num_worker_replicas > 1:
@@ -55,23 +61,24 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
     self._input_fn = input_fn
     self._name = name
     self._eval_dir = estimator.eval_dir(name)
-    self._hooks = estimator_module._check_hooks_type(  # pylint: disable=protected-access
-        hooks, "InMemoryEvaluatorHook(hooks=...)")
-    if steps is not None:
-      steps = estimator_module._check_positive("steps", steps)  # pylint: disable=protected-access
-      self._hooks.append(estimator_module._StopAfterNEvalsHook(steps))  # pylint: disable=protected-access
-    self._timer = tf.compat.v1.train.SecondOrStepTimer(every_steps=every_n_iter)
-    self._graph = None
+    self._hooks = eval_session.hooks_with_steps(
+        validation.check_hooks(hooks, "InMemoryEvaluatorHook(hooks=...)"),
+        validation.check_positive_int("steps", steps))
+    self._cadence = cadence_lib.Cadence(every_steps=every_n_iter)
+    self._graph = tf.Graph()  # replaced by a fresh one in begin()
 
-  def begin(self):
+  def begin(self) -> None:
     """Builds the evaluation graph."""
-    self._timer.reset()
+    self._cadence.reset()
     self._iter_count = 0
     self._graph = tf.Graph()
-    with self._graph.as_default(), _quiet.quiet_deprecations():
-      # pylint: disable=protected-access
-      (self._scaffold, self._update_op, self._final_ops_hook,
-       self._all_hooks) = self._estimator._evaluate_build_graph(self._input_fn, self._hooks)
+    # Evaluates in the training process, on its devices: no eval_distribute.
+    self._config = self._estimator.config.replace(eval_distribute=None)
+    with self._graph.as_default(), quiet.quiet_deprecations():
+      self._eval_graph = eval_session.build_graph(
+          self._estimator.model_fn, self._input_fn, self._config, self._estimator.params,
+          self._hooks)
+      self._scaffold = self._eval_graph.scaffold
       if self._scaffold.saver is not None:
         raise ValueError("InMemoryEvaluator does not support custom saver")
       if self._scaffold.init_fn is not None:
@@ -81,7 +88,7 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
       self._var_name_to_placeholder = {
           v.name: tf.compat.v1.placeholder(v.dtype.base_dtype) for v in eval_vars}
 
-  def after_create_session(self, session, coord):
+  def after_create_session(self, session: Any, coord: Any) -> None:
     """Connects the training variables to the eval graph and evaluates once."""
     del coord
     if tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS):
@@ -100,32 +107,31 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
             for name in names])
     self._evaluate(session)
 
-  def _evaluate(self, train_session):
+  def _evaluate(self, train_session: Any) -> Dict[str, Any]:
     values = train_session.run(self._var_name_to_train_var)
     feed_dict = {self._var_name_to_placeholder[name]: value
                  for name, value in values.items()}
 
-    def feed_variables(scaffold, session):
+    def feed_variables(scaffold: Any, session: Any) -> None:
       del scaffold
       session.run(self._var_feed_op, feed_dict=feed_dict)
 
     scaffold = tf.compat.v1.train.Scaffold(init_fn=feed_variables,
                                            copy_from_scaffold=self._scaffold)
-    with self._graph.as_default(), _quiet.quiet_deprecations():
-      results = self._estimator._evaluate_run(  # pylint: disable=protected-access
-          None, scaffold, self._update_op, self._final_ops_hook, self._all_hooks)
-    global_step = int(results["global_step"])
-    _summaries.write_dict_to_summary(self._eval_dir, results, global_step)
-    self._timer.update_last_triggered_step(self._iter_count)
+    with self._graph.as_default(), quiet.quiet_deprecations():
+      results = eval_session.run(self._eval_graph, self._config, None, scaffold)
+    global_step = int(results[validation.GLOBAL_STEP_KEY])
+    events.write_dict_to_summary(self._eval_dir, results, global_step)
+    self._cadence.fire(self._iter_count)
     return results
 
-  def after_run(self, run_context, run_values):
+  def after_run(self, run_context: Any, run_values: Any) -> None:
     """Evaluates every `every_n_iter` iterations."""
     del run_values
     self._iter_count += 1
-    if self._timer.should_trigger_for_step(self._iter_count):
+    if self._cadence.is_due(self._iter_count):
       self._evaluate(run_context.session)
 
-  def end(self, session):
+  def end(self, session: Any) -> None:
     """Evaluates the final model."""
     self._evaluate(session)

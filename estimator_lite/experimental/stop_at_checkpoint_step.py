@@ -1,8 +1,13 @@
 """make_stop_at_checkpoint_step_hook: stop workers only once the chief has saved the last step."""
+from __future__ import annotations
+
 import time
+from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.training import training_util
+
+from estimator_lite._session import checkpoints
+from estimator_lite._util import tf_internals
 
 _logging = tf.compat.v1.logging
 
@@ -24,7 +29,7 @@ class _StopAtCheckpointStepHook(tf.compat.v1.train.SessionRunHook):
     ValueError: model_dir or last_step is None.
   """
 
-  def __init__(self, model_dir, last_step, wait_after_file_check_secs=30):
+  def __init__(self, model_dir: str, last_step: int, wait_after_file_check_secs: float = 30):
     if last_step is None:
       raise ValueError("last_step must be specified.")
     if model_dir is None:
@@ -33,35 +38,30 @@ class _StopAtCheckpointStepHook(tf.compat.v1.train.SessionRunHook):
     self._last_step = last_step
     self._wait_after_file_check_secs = wait_after_file_check_secs
 
-  def begin(self):
-    self._global_step_tensor = training_util._get_or_create_global_step_read()  # pylint: disable=protected-access
+  def begin(self) -> None:
+    self._global_step_tensor = tf_internals.global_step_read()
     if self._global_step_tensor is None:
       raise RuntimeError("Global step should be created to use StopAtCheckpointStepHook.")
 
-  def before_run(self, run_context):
+  def before_run(self, run_context: Any) -> Any:
     del run_context
     return tf.compat.v1.train.SessionRunArgs(self._global_step_tensor)
 
-  def after_run(self, run_context, run_values):
+  def after_run(self, run_context: Any, run_values: Any) -> None:
     global_step = run_values.results + 1
     if global_step < self._last_step:
       return
     # Stop only once the chief has written the last step to disk, so the work
     # of this worker up to it is saved.
-    if _checkpoint_step(self._model_dir) >= self._last_step:
+    if checkpoints.latest_global_step(self._model_dir) >= self._last_step:
       run_context.request_stop()
     else:
       time.sleep(self._wait_after_file_check_secs)
 
 
-def _checkpoint_step(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  if not path:
-    return 0
-  return int(tf.train.load_variable(path, tf.compat.v1.GraphKeys.GLOBAL_STEP))
-
-
-def make_stop_at_checkpoint_step_hook(estimator, last_step, wait_after_file_check_secs=30):
+def make_stop_at_checkpoint_step_hook(estimator: Any, last_step: int,
+                                      wait_after_file_check_secs: float = 30
+                                      ) -> tf.compat.v1.train.SessionRunHook:
   """Creates a hook that stops training at `last_step`, workers only once it is checkpointed.
 
   On the chief (or locally) this is `StopAtStepHook(last_step=last_step)`; on a

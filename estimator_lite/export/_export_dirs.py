@@ -7,9 +7,12 @@ complete, and a new version is always higher than every existing one. A
 `temp-<version>` left by an exporter that died before the rename is removed
 by a later export once it is old (see STALE_TEMP_DIR_SECS).
 """
+from __future__ import annotations
+
 import os
 import shutil
 import time
+from typing import List, Optional, Set, Tuple, Union
 
 import tensorflow as tf
 
@@ -24,22 +27,22 @@ _MAX_RESERVE_ATTEMPTS = 1000
 STALE_TEMP_DIR_SECS = 3600.0
 
 
-def _is_remote(path):
+def _is_remote(path: str) -> bool:
   return "://" in path
 
 
-def _children(export_dir_base):
+def _children(export_dir_base: Union[str, os.PathLike[str]]) -> List[str]:
   if not tf.io.gfile.isdir(export_dir_base):
     return []
   return [name.rstrip("/") for name in tf.io.gfile.listdir(export_dir_base)]
 
 
-def list_versions(export_dir_base):
+def list_versions(export_dir_base: Union[str, os.PathLike[str]]) -> List[int]:
   """Returns the sorted integer versions of the finished exports under export_dir_base."""
   return sorted(int(name) for name in _children(export_dir_base) if name.isdigit())
 
 
-def _taken_versions(export_dir_base):
+def _taken_versions(export_dir_base: str) -> Set[int]:
   taken = set()
   for name in _children(export_dir_base):
     if name.startswith(TEMP_PREFIX):
@@ -49,7 +52,7 @@ def _taken_versions(export_dir_base):
   return taken
 
 
-def _try_mkdir(path):
+def _try_mkdir(path: str) -> bool:
   """Creates directory `path`; returns False if it already existed."""
   if _is_remote(path):
     # Object stores have no atomic mkdir; an existence check is the best there is.
@@ -64,7 +67,7 @@ def _try_mkdir(path):
   return True
 
 
-def _newest_mtime(path):
+def _newest_mtime(path: str) -> float:
   """The latest modification time of `path` or anything under it, symlinks not followed."""
   newest = os.lstat(path).st_mtime
   # os.walk neither follows symlinks (followlinks=False) nor raises: an entry
@@ -78,7 +81,8 @@ def _newest_mtime(path):
   return newest
 
 
-def remove_stale_temp_dirs(export_dir_base, max_age_secs=STALE_TEMP_DIR_SECS):
+def remove_stale_temp_dirs(export_dir_base: Union[str, os.PathLike[str]],
+                           max_age_secs: float = STALE_TEMP_DIR_SECS) -> List[str]:
   """Removes the `temp-*` directories of exports that died before being published.
 
   Only real directories (not symlinks, which are left alone and never
@@ -130,7 +134,7 @@ def remove_stale_temp_dirs(export_dir_base, max_age_secs=STALE_TEMP_DIR_SECS):
   return removed
 
 
-def reserve_export_dir(export_dir_base):
+def reserve_export_dir(export_dir_base: Union[str, os.PathLike[str]]) -> Tuple[str, str]:
   """Picks the next version and creates its temporary directory.
 
   The version is the current time in seconds since the epoch (as tf.estimator
@@ -167,12 +171,13 @@ def reserve_export_dir(export_dir_base):
       f"after {_MAX_RESERVE_ATTEMPTS} attempts; is another process flooding it?")
 
 
-def publish(temp_dir, final_dir):
+def publish(temp_dir: str, final_dir: str) -> None:
   """Renames the finished temp_dir to final_dir, never over an existing export."""
   tf.io.gfile.rename(temp_dir, final_dir, overwrite=False)
 
 
-def garbage_collect(export_dir_base, exports_to_keep):
+def garbage_collect(export_dir_base: Union[str, os.PathLike[str]],
+                    exports_to_keep: Optional[int]) -> List[str]:
   """Deletes all but the `exports_to_keep` highest-numbered exports.
 
   Args:

@@ -5,12 +5,17 @@ receiver's placeholders, model_fn in PREDICT mode on its features, variables
 restored from the checkpoint by a Saver, and `tf.compat.v1.saved_model.Builder`
 writing the MetaGraph (tag 'serve') with one SignatureDef per export output.
 """
+from __future__ import annotations
+
 import os
 import time
+from typing import Any, Callable, Dict, Optional, Union
 
 import tensorflow as tf
 
-from estimator_lite import _quiet
+from estimator_lite._session import checkpoints
+from estimator_lite._session import targets
+from estimator_lite._util import quiet
 from estimator_lite.export import _export_dirs
 from estimator_lite.export import _signatures
 from estimator_lite.mode_keys import ModeKeys
@@ -19,27 +24,7 @@ _logging = tf.compat.v1.logging
 _ASSETS_EXTRA = "assets.extra"
 
 
-def _find_checkpoint(estimator, checkpoint_path):
-  if checkpoint_path:
-    return os.fspath(checkpoint_path)
-  checkpoint_path = estimator.latest_checkpoint()
-  if checkpoint_path:
-    return checkpoint_path
-  # As tf.estimator: a warm-started model that has not trained yet exports the
-  # checkpoint it would start from.
-  settings = getattr(estimator, "_warm_start_settings", None)
-  if settings:
-    path = settings.ckpt_to_initialize_from
-    if tf.io.gfile.isdir(path):
-      path = tf.train.latest_checkpoint(path)
-    if path:
-      return path
-  raise ValueError(
-      f"Couldn't find trained model at {estimator.model_dir}. Train the Estimator "
-      "first (Estimator.train writes checkpoints there), or pass checkpoint_path.")
-
-
-def _check_assets_extra(assets_extra):
+def _check_assets_extra(assets_extra: Optional[dict]) -> Dict[str, str]:
   if assets_extra is None:
     return {}
   if not isinstance(assets_extra, dict):
@@ -63,18 +48,7 @@ def _check_assets_extra(assets_extra):
   return checked
 
 
-def _session_config(estimator):
-  # Export runs in this process: device filters meant for a cluster worker
-  # would hide the local devices (as Estimator.predict does).
-  config = tf.compat.v1.ConfigProto()
-  session_config = estimator._config.session_config  # pylint: disable=protected-access
-  if session_config is not None:
-    config.CopyFrom(session_config)
-  del config.device_filters[:]
-  return config
-
-
-def _call_receiver_fn(serving_input_receiver_fn):
+def _call_receiver_fn(serving_input_receiver_fn: Callable[[], Any]) -> Any:
   receiver = serving_input_receiver_fn()
   missing = [f for f in ("features", "receiver_tensors") if not hasattr(receiver, f)]
   if missing:
@@ -84,15 +58,14 @@ def _call_receiver_fn(serving_input_receiver_fn):
   return receiver
 
 
-def _add_meta_graph(builder, estimator, serving_input_receiver_fn,
-                    checkpoint_path, strip_default_attrs):
-  config = estimator._config  # pylint: disable=protected-access
+def _add_meta_graph(builder: Any, model_fn: Callable[..., Any], config: Any,
+                    serving_input_receiver_fn: Callable[[], Any], checkpoint_path: str,
+                    strip_default_attrs: bool) -> None:
   with tf.Graph().as_default() as graph:
     tf.compat.v1.train.get_or_create_global_step(graph)
     tf.compat.v1.set_random_seed(config.tf_random_seed)
     receiver = _call_receiver_fn(serving_input_receiver_fn)
-    spec = estimator._call_model_fn(  # pylint: disable=protected-access
-        receiver.features, None, ModeKeys.PREDICT, config)
+    spec = model_fn(receiver.features, None, ModeKeys.PREDICT, config)
     # EstimatorSpec fills in serving_default (all predictions) when the
     # model_fn gave no export_outputs.
     signature_def_map = _signatures.build_signature_defs(
@@ -107,7 +80,7 @@ def _add_meta_graph(builder, estimator, serving_input_receiver_fn,
     # The same saver restores now and is written into the MetaGraph, so a
     # custom saver from the Scaffold is what the loader uses too.
     saver = scaffold.saver or tf.compat.v1.train.Saver(sharded=True)
-    with tf.compat.v1.Session(config=_session_config(estimator)) as session:
+    with tf.compat.v1.Session(config=targets.in_process_session_config(config)) as session:
       try:
         saver.restore(session, checkpoint_path)
       except tf.errors.NotFoundError as e:
@@ -128,20 +101,24 @@ def _add_meta_graph(builder, estimator, serving_input_receiver_fn,
           strip_default_attrs=strip_default_attrs)
 
 
-def _copy_assets_extra(temp_dir, assets_extra):
+def _copy_assets_extra(temp_dir: str, assets_extra: Dict[str, str]) -> None:
   for dest, source in assets_extra.items():
     dest_path = os.path.join(temp_dir, _ASSETS_EXTRA, dest)
     tf.io.gfile.makedirs(os.path.dirname(dest_path))
     tf.io.gfile.copy(source, dest_path, overwrite=False)
 
 
-def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
-                       assets_extra=None, as_text=False, checkpoint_path=None,
-                       mode=ModeKeys.PREDICT, strip_default_attrs=True):
-  """Exports `estimator`'s PREDICT graph and a checkpoint as a SavedModel.
+def export_saved_model(model_fn: Callable[..., Any], config: Any,
+                       export_dir_base: Union[str, "os.PathLike[str]"],
+                       serving_input_receiver_fn: Optional[Callable[[], Any]], *,
+                       checkpoint_path: Union[None, str, "os.PathLike[str]"], warm_start: Any,
+                       assets_extra: Optional[dict] = None, as_text: bool = False,
+                       mode: str = ModeKeys.PREDICT, strip_default_attrs: bool = True) -> str:
+  """Exports model_fn's PREDICT graph and a checkpoint as a SavedModel.
 
   Args:
-    estimator: the `Estimator`.
+    model_fn: the Estimator's `ModelFn`.
+    config: the Estimator's RunConfig.
     export_dir_base: directory under which a new numeric version directory is
       created.
     serving_input_receiver_fn: no-argument function returning a
@@ -149,7 +126,9 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
     assets_extra: dict of destination path (relative to assets.extra/) to
       source file, copied into the export; or None.
     as_text: write saved_model.pbtxt instead of saved_model.pb.
-    checkpoint_path: checkpoint to export; the latest in model_dir by default.
+    checkpoint_path: checkpoint to export; None: the latest in
+      config.model_dir, else the warm-start checkpoint.
+    warm_start: the Estimator's WarmStartSettings, or None.
     mode: must be `ModeKeys.PREDICT` (TRAIN/EVAL graph exports are not
       supported).
     strip_default_attrs: remove default-valued attributes from the NodeDefs.
@@ -174,15 +153,16 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
         f"experimental_mode={mode!r} is not supported: estimator_lite exports the "
         f"serving (ModeKeys.PREDICT, {ModeKeys.PREDICT!r}) graph only.")
   assets_extra = _check_assets_extra(assets_extra)
-  checkpoint_path = _find_checkpoint(estimator, checkpoint_path)
+  checkpoint_path = checkpoints.checkpoint_to_export(config.model_dir, checkpoint_path,
+                                                     warm_start)
   export_dir_base = os.fspath(export_dir_base)
 
   final_dir, temp_dir = _export_dirs.reserve_export_dir(export_dir_base)
   start = time.time()
   try:
-    with _quiet.quiet_deprecations():
+    with quiet.quiet_deprecations():
       builder = tf.compat.v1.saved_model.Builder(temp_dir)
-      _add_meta_graph(builder, estimator, serving_input_receiver_fn,
+      _add_meta_graph(builder, model_fn, config, serving_input_receiver_fn,
                       checkpoint_path, strip_default_attrs)
       builder.save(as_text)
     _copy_assets_extra(temp_dir, assets_extra)

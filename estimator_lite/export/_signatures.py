@@ -1,7 +1,13 @@
 """Builds an export's SignatureDefs from the receiver tensors and the model's export_outputs."""
+from __future__ import annotations
+
 import collections
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional
 
 import tensorflow as tf
+
+if TYPE_CHECKING:
+  from estimator_lite.export.export_output import ExportOutput
 
 _logging = tf.compat.v1.logging
 _constants = tf.compat.v1.saved_model.signature_constants
@@ -17,8 +23,11 @@ _FRIENDLY_METHOD_NAMES = {
 _MUST_FEED_OP_TYPES = ("Placeholder", "PlaceholderV2")
 
 
-def build_signature_defs(receiver_tensors, export_outputs,
-                         receiver_tensors_alternatives=None):
+def build_signature_defs(receiver_tensors: Mapping[str, Any],
+                         export_outputs: Mapping[str, ExportOutput],
+                         receiver_tensors_alternatives: Optional[
+                             Mapping[str, Mapping[str, Any]]] = None
+                         ) -> Dict[str, Any]:
   """Returns {signature name: SignatureDef} for every servable export output.
 
   Each export output gives one signature fed by `receiver_tensors`, under its
@@ -36,10 +45,10 @@ def build_signature_defs(receiver_tensors, export_outputs,
   Returns:
     dict of signature name to `SignatureDef`.
   """
-  signatures = {}
-  excluded = {}
+  signatures: Dict[str, Any] = {}
+  excluded: Dict[str, str] = {}
 
-  def add(name, export_output, inputs):
+  def add(name: str, export_output: ExportOutput, inputs: Mapping[str, Any]) -> None:
     try:
       signature = export_output.as_signature_def(inputs)
       _check_servable(inputs, signature)
@@ -60,11 +69,11 @@ def build_signature_defs(receiver_tensors, export_outputs,
   return signatures
 
 
-def _flat_tensors(tensors):
+def _flat_tensors(tensors: Iterable[Any]) -> List[Any]:
   return tf.nest.flatten(list(tensors), expand_composites=True)
 
 
-def _check_servable(inputs, signature):
+def _check_servable(inputs: Mapping[str, Any], signature: Any) -> None:
   """Raises ValueError if the outputs need a placeholder the inputs do not feed."""
   input_tensors = _flat_tensors(inputs.values())
   if not input_tensors:
@@ -89,7 +98,7 @@ def _check_servable(inputs, signature):
     pending.extend(op.control_inputs)
 
 
-def _log_report(signatures, excluded):
+def _log_report(signatures: Mapping[str, Any], excluded: Mapping[str, str]) -> None:
   by_method = collections.OrderedDict((m, []) for m in _FRIENDLY_METHOD_NAMES)
   for name, signature in signatures.items():
     by_method.setdefault(signature.method_name, []).append(name)

@@ -5,11 +5,14 @@ tensors into one SignatureDef, with the same method names and tensor keys
 TensorFlow Serving's Predict, Classify and Regress APIs expect (and, for
 `EvalOutput`, tf.estimator's supervised eval signature).
 """
+from __future__ import annotations
+
 import abc
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from estimator_lite import _metrics
+from estimator_lite._graph import metrics as _metrics
 
 _sig_utils = tf.compat.v1.saved_model.signature_def_utils
 # TensorFlow 2.21 no longer exports this constant; the value is what
@@ -17,7 +20,7 @@ _sig_utils = tf.compat.v1.saved_model.signature_def_utils
 SUPERVISED_EVAL_METHOD_NAME = "tensorflow/supervised/eval"
 
 
-def _serialized_examples(receiver_tensors, kind):
+def _serialized_examples(receiver_tensors: Mapping[str, Any], kind: str) -> tf.Tensor:
   """The single string input that TensorFlow Serving's Classify/Regress APIs feed.
 
   Raises:
@@ -42,7 +45,7 @@ class ExportOutput(abc.ABC):
   _SEPARATOR_CHAR = "/"
 
   @abc.abstractmethod
-  def as_signature_def(self, receiver_tensors):
+  def as_signature_def(self, receiver_tensors: Mapping[str, Any]) -> Any:
     """Builds the SignatureDef for this output.
 
     Args:
@@ -52,7 +55,7 @@ class ExportOutput(abc.ABC):
       A `SignatureDef` proto.
     """
 
-  def _check_output_key(self, key, error_label):
+  def _check_output_key(self, key: Any, error_label: str) -> str:
     if isinstance(key, tuple):
       key = self._SEPARATOR_CHAR.join(key)
     if not isinstance(key, str):
@@ -61,8 +64,8 @@ class ExportOutput(abc.ABC):
           "Use string keys in the outputs dict.")
     return key
 
-  def _wrap_and_check_outputs(self, outputs, single_output_default_name,
-                              error_label=None):
+  def _wrap_and_check_outputs(self, outputs: Any, single_output_default_name: str,
+                              error_label: Optional[str] = None) -> Dict[str, tf.Tensor]:
     if not isinstance(outputs, dict):
       outputs = {single_output_default_name: outputs}
     output_dict = {}
@@ -88,7 +91,8 @@ class ClassificationOutput(ExportOutput):
     ValueError: neither given, or one of the wrong dtype.
   """
 
-  def __init__(self, scores=None, classes=None):
+  def __init__(self, scores: Optional[tf.Tensor] = None,
+               classes: Optional[tf.Tensor] = None) -> None:
     if scores is not None and not (isinstance(scores, tf.Tensor) and
                                    scores.dtype.is_floating):
       raise ValueError(
@@ -106,14 +110,14 @@ class ClassificationOutput(ExportOutput):
     self._classes = classes
 
   @property
-  def scores(self):
+  def scores(self) -> Optional[tf.Tensor]:
     return self._scores
 
   @property
-  def classes(self):
+  def classes(self) -> Optional[tf.Tensor]:
     return self._classes
 
-  def as_signature_def(self, receiver_tensors):
+  def as_signature_def(self, receiver_tensors: Mapping[str, Any]) -> Any:
     examples = _serialized_examples(receiver_tensors, "Classification")
     return _sig_utils.classification_signature_def(examples, self.classes,
                                                    self.scores)
@@ -129,17 +133,17 @@ class RegressionOutput(ExportOutput):
     ValueError: value is not a float Tensor.
   """
 
-  def __init__(self, value):
+  def __init__(self, value: tf.Tensor) -> None:
     if not (isinstance(value, tf.Tensor) and value.dtype.is_floating):
       raise ValueError(
           f"Regression output value must be a float32 Tensor; got {value!r}.")
     self._value = value
 
   @property
-  def value(self):
+  def value(self) -> tf.Tensor:
     return self._value
 
-  def as_signature_def(self, receiver_tensors):
+  def as_signature_def(self, receiver_tensors: Mapping[str, Any]) -> Any:
     examples = _serialized_examples(receiver_tensors, "Regression")
     return _sig_utils.regression_signature_def(examples, self.value)
 
@@ -156,15 +160,15 @@ class PredictOutput(ExportOutput):
 
   _SINGLE_OUTPUT_DEFAULT_NAME = "output"
 
-  def __init__(self, outputs):
+  def __init__(self, outputs: Union[tf.Tensor, Dict[str, tf.Tensor]]) -> None:
     self._outputs = self._wrap_and_check_outputs(
         outputs, self._SINGLE_OUTPUT_DEFAULT_NAME, error_label="Prediction")
 
   @property
-  def outputs(self):
+  def outputs(self) -> Dict[str, tf.Tensor]:
     return self._outputs
 
-  def as_signature_def(self, receiver_tensors):
+  def as_signature_def(self, receiver_tensors: Mapping[str, Any]) -> Any:
     return _sig_utils.predict_signature_def(receiver_tensors, self.outputs)
 
 
@@ -196,10 +200,10 @@ class EvalOutput(ExportOutput):
   METRIC_VALUE_SUFFIX = "value"
   METRIC_UPDATE_SUFFIX = "update_op"
 
-  def __init__(self, loss=None, predictions=None, metrics=None):
-    self._loss = None
-    self._predictions = None
-    self._metrics = None
+  def __init__(self, loss: Any = None, predictions: Any = None, metrics: Any = None) -> None:
+    self._loss: Optional[Dict[str, tf.Tensor]] = None
+    self._predictions: Optional[Dict[str, tf.Tensor]] = None
+    self._metrics: Optional[Dict[str, tf.Tensor]] = None
     if loss is not None:
       self._loss = self._prefixed(
           self._wrap_and_check_outputs(loss, self.LOSS_NAME), self.LOSS_NAME)
@@ -211,18 +215,18 @@ class EvalOutput(ExportOutput):
       self._metrics = self._wrap_and_check_metrics(metrics)
 
   @property
-  def loss(self):
+  def loss(self) -> Optional[Dict[str, tf.Tensor]]:
     return self._loss
 
   @property
-  def predictions(self):
+  def predictions(self) -> Optional[Dict[str, tf.Tensor]]:
     return self._predictions
 
   @property
-  def metrics(self):
+  def metrics(self) -> Optional[Dict[str, tf.Tensor]]:
     return self._metrics
 
-  def _prefix_key(self, key, prefix):
+  def _prefix_key(self, key: str, prefix: str) -> str:
     # As tf.estimator: a key that already starts with the prefix ('loss',
     # 'predictions/y') keeps its name, so the outputs stay where users' eval
     # tools look for them.
@@ -230,10 +234,10 @@ class EvalOutput(ExportOutput):
       return key
     return prefix + self._SEPARATOR_CHAR + key
 
-  def _prefixed(self, outputs, prefix):
+  def _prefixed(self, outputs: Mapping[str, tf.Tensor], prefix: str) -> Dict[str, tf.Tensor]:
     return {self._prefix_key(key, prefix): value for key, value in outputs.items()}
 
-  def _split_metric(self, name, metric):
+  def _split_metric(self, name: str, metric: Any) -> Tuple[Any, Any]:
     """Returns (value Tensor, update Tensor or Operation) of one metric."""
     if isinstance(metric, tuple):
       if len(metric) != 2:
@@ -250,7 +254,7 @@ class EvalOutput(ExportOutput):
         f"Metric {name!r} must be a (metric_value, update_op) pair (what "
         f"tf.compat.v1.metrics.* return) or a Keras Metric object; got {metric!r}.")
 
-  def _wrap_and_check_metrics(self, metrics):
+  def _wrap_and_check_metrics(self, metrics: Any) -> Dict[str, tf.Tensor]:
     if not isinstance(metrics, dict):
       metrics = {self.METRICS_NAME: metrics}
     outputs = {}
@@ -274,7 +278,7 @@ class EvalOutput(ExportOutput):
       outputs[key + self._SEPARATOR_CHAR + self.METRIC_UPDATE_SUFFIX] = update_op
     return outputs
 
-  def as_signature_def(self, receiver_tensors):
+  def as_signature_def(self, receiver_tensors: Any) -> Any:
     """Builds the SignatureDef: receiver tensors in; loss, predictions, metrics out.
 
     Args:
@@ -293,7 +297,7 @@ class EvalOutput(ExportOutput):
       raise ValueError(
           f"{SUPERVISED_EVAL_METHOD_NAME} inputs cannot be None or empty; pass the "
           "receiver's tensors (features and labels).")
-    outputs = {}
+    outputs: dict = {}
     for group in (self.loss, self.predictions, self.metrics):
       outputs.update(group or {})
     build = tf.compat.v1.saved_model.build_tensor_info

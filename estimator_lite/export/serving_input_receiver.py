@@ -4,9 +4,15 @@ A `serving_input_receiver_fn` takes no arguments, builds placeholders (the
 tensors a server feeds) inside the export graph, turns them into the features
 the model_fn expects, and returns a `ServingInputReceiver` pairing the two.
 """
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Union
+
 import attrs
 import numpy as np
 import tensorflow as tf
+
+from estimator_lite._util import validation
 
 # The keys TensorFlow's SavedModel tooling (and tf.estimator) used when a single
 # tensor, rather than a dict, was given.
@@ -20,11 +26,11 @@ _DEFAULT_NAMES = {
 }
 
 
-def _is_tensor(value):
+def _is_tensor(value: Any) -> bool:
   return isinstance(value, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor))
 
 
-def _check_tensor(value, key, label):
+def _check_tensor(value: Any, key: Optional[Union[str, int]], label: str) -> None:
   if not _is_tensor(value):
     where = f" {key!r}" if key is not None else ""
     raise ValueError(
@@ -33,7 +39,7 @@ def _check_tensor(value, key, label):
         "tf.compat.v1.placeholder).")
 
 
-def _wrap_and_check(tensors, label, allow_int_keys=False):
+def _wrap_and_check(tensors: Any, label: str, allow_int_keys: bool = False) -> Dict[Any, Any]:
   """Returns `tensors` as a new dict of name to tensor, validated."""
   if tensors is None:
     raise ValueError(f"{label}s must be defined; got None.")
@@ -51,7 +57,7 @@ def _wrap_and_check(tensors, label, allow_int_keys=False):
   return checked
 
 
-def _check_alternatives(alternatives):
+def _check_alternatives(alternatives: Any) -> Optional[Dict[str, Dict[str, Any]]]:
   if alternatives is None:
     return None
   if not isinstance(alternatives, dict):
@@ -62,27 +68,10 @@ def _check_alternatives(alternatives):
           for name, tensors in alternatives.items()}
 
 
-class _Replaceable:
-  """replace()/_replace() for the frozen receivers (tf.estimator's were namedtuples)."""
-
-  def replace(self, **changes):
-    """Returns a new, validated receiver with `changes` applied."""
-    fields = ("features", "receiver_tensors", "receiver_tensors_alternatives")
-    unknown = sorted(set(changes) - set(fields))
-    if unknown:
-      raise ValueError(
-          f"{type(self).__name__} has no field(s) {unknown}; fields are {list(fields)}.")
-    values = {name: getattr(self, name) for name in fields}
-    values.update(changes)
-    return type(self)(**values)
-
-  _replace = replace
-
-
 # eq=False: identity equality and hashing; comparing dicts of graph tensors by
 # value would build ops (or fail) rather than answer.
 @attrs.frozen(init=False, eq=False)
-class ServingInputReceiver(_Replaceable):
+class ServingInputReceiver(validation.Replaceable):
   """Returned by a serving_input_receiver_fn: model features and the inputs fed at serving.
 
   Args:
@@ -102,12 +91,12 @@ class ServingInputReceiver(_Replaceable):
     ValueError: a missing or non-tensor value, or a key of the wrong type.
   """
 
-  features: dict
-  receiver_tensors: dict
-  receiver_tensors_alternatives: object = None
+  features: Dict[Union[str, int], Any]
+  receiver_tensors: Dict[str, Any]
+  receiver_tensors_alternatives: Optional[Dict[str, Dict[str, Any]]] = None
 
-  def __init__(self, features, receiver_tensors,
-               receiver_tensors_alternatives=None):
+  def __init__(self, features: Any, receiver_tensors: Any,
+               receiver_tensors_alternatives: Optional[Dict[str, Any]] = None) -> None:
     self.__attrs_init__(
         features=_wrap_and_check(features, "feature", allow_int_keys=True),
         receiver_tensors=_wrap_and_check(receiver_tensors, "receiver_tensor"),
@@ -116,7 +105,7 @@ class ServingInputReceiver(_Replaceable):
 
 
 @attrs.frozen(init=False, eq=False)
-class TensorServingInputReceiver(_Replaceable):
+class TensorServingInputReceiver(validation.Replaceable):
   """A `ServingInputReceiver` whose single feature reaches model_fn as a bare tensor.
 
   For model_fns whose `features` is one `Tensor` rather than a dict.
@@ -130,12 +119,12 @@ class TensorServingInputReceiver(_Replaceable):
     ValueError: features is None or not a tensor, or receiver tensors are bad.
   """
 
-  features: object
-  receiver_tensors: dict
-  receiver_tensors_alternatives: object = None
+  features: Any
+  receiver_tensors: Dict[str, Any]
+  receiver_tensors_alternatives: Optional[Dict[str, Dict[str, Any]]] = None
 
-  def __init__(self, features, receiver_tensors,
-               receiver_tensors_alternatives=None):
+  def __init__(self, features: Any, receiver_tensors: Any,
+               receiver_tensors_alternatives: Optional[Dict[str, Any]] = None) -> None:
     if features is None:
       raise ValueError("features must be defined; got None.")
     _check_tensor(features, None, "features")
@@ -147,8 +136,20 @@ class TensorServingInputReceiver(_Replaceable):
         receiver_tensors_alternatives=receiver.receiver_tensors_alternatives)
 
 
-def build_parsing_serving_input_receiver_fn(feature_spec,
-                                            default_batch_size=None):
+def _non_empty_dict(value: Any, name: str, of_what: str) -> dict:
+  """A copy of `value`, which must be a non-empty dict of `of_what`.
+
+  Raises:
+    ValueError: it is not.
+  """
+  if not isinstance(value, dict) or not value:
+    raise ValueError(f"{name} must be a non-empty dict of {of_what}; given {value!r}.")
+  return dict(value)
+
+
+def build_parsing_serving_input_receiver_fn(feature_spec: Dict[str, Any],
+                                            default_batch_size: Optional[int] = None
+                                            ) -> Callable[[], ServingInputReceiver]:
   """Builds a serving_input_receiver_fn that parses fed serialized `tf.Example`s.
 
   The receiver feeds one string placeholder, `input_example_tensor`, under the
@@ -168,13 +169,10 @@ def build_parsing_serving_input_receiver_fn(feature_spec,
   Raises:
     ValueError: feature_spec is not a non-empty dict.
   """
-  if not isinstance(feature_spec, dict) or not feature_spec:
-    raise ValueError(
-        f"feature_spec must be a non-empty dict of feature name to "
-        f"tf.io.FixedLenFeature/VarLenFeature; given {feature_spec!r}.")
-  feature_spec = dict(feature_spec)
+  feature_spec = _non_empty_dict(
+      feature_spec, "feature_spec", "feature name to tf.io.FixedLenFeature/VarLenFeature")
 
-  def serving_input_receiver_fn():
+  def serving_input_receiver_fn() -> ServingInputReceiver:
     """Parses serialized tf.Examples fed to 'input_example_tensor'."""
     serialized = tf.compat.v1.placeholder(
         dtype=tf.string, shape=[default_batch_size], name="input_example_tensor")
@@ -184,7 +182,7 @@ def build_parsing_serving_input_receiver_fn(feature_spec,
   return serving_input_receiver_fn
 
 
-def _placeholder_like(value, default_batch_size):
+def _placeholder_like(value: Any, default_batch_size: Optional[int]) -> tf.Tensor:
   if isinstance(value, tf.TensorSpec):
     shape, dtype, name = value.shape, value.dtype, value.name
   elif isinstance(value, tf.Tensor):
@@ -208,7 +206,9 @@ def _placeholder_like(value, default_batch_size):
   return tf.compat.v1.placeholder(dtype=dtype, shape=batch_shape, name=name)
 
 
-def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
+def build_raw_serving_input_receiver_fn(features: Dict[str, Any],
+                                        default_batch_size: Optional[int] = None
+                                        ) -> Callable[[], ServingInputReceiver]:
   """Builds a serving_input_receiver_fn that feeds features to the model directly.
 
   Each feature becomes a placeholder of its dtype and shape (the first
@@ -226,13 +226,9 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
   Raises:
     ValueError: features is not a non-empty dict.
   """
-  if not isinstance(features, dict) or not features:
-    raise ValueError(
-        f"features must be a non-empty dict of feature name to Tensor; given "
-        f"{features!r}.")
-  features = dict(features)
+  features = _non_empty_dict(features, "features", "feature name to Tensor")
 
-  def serving_input_receiver_fn():
+  def serving_input_receiver_fn() -> ServingInputReceiver:
     """Feeds each feature through its own placeholder."""
     receiver_tensors = {name: _placeholder_like(value, default_batch_size)
                         for name, value in features.items()}

@@ -11,8 +11,11 @@ Rows flow through the epochs without a break, as tf.estimator's queues did: a
 batch may end one epoch and begin the next, and only the very last batch of
 the last epoch may be smaller than `batch_size`.
 """
+from __future__ import annotations
+
 import itertools
 import numbers
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -20,7 +23,7 @@ import tensorflow as tf
 _logging = tf.compat.v1.logging
 
 
-def check_shuffle(shuffle):
+def check_shuffle(shuffle: Optional[bool]) -> None:
   """Raises ValueError (tf.estimator's wording) unless shuffle is a bool."""
   if not isinstance(shuffle, bool):
     raise ValueError('shuffle must be provided and explicitly set as boolean '
@@ -28,13 +31,14 @@ def check_shuffle(shuffle):
                      f'got {shuffle}')
 
 
-def check_batch_options(batch_size, num_epochs, queue_capacity, num_threads):
+def check_batch_options(batch_size: int, num_epochs: Optional[int],
+                        queue_capacity: Optional[int], num_threads: int) -> None:
   """Validates the arguments numpy_input_fn and pandas_input_fn share.
 
   Raises:
     ValueError: a value that cannot work; the message says which one and why.
   """
-  def is_int(value):
+  def is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
   if not is_int(batch_size) or batch_size < 1:
@@ -57,7 +61,7 @@ def check_batch_options(batch_size, num_epochs, queue_capacity, num_threads):
                   "prepared ahead of the training step.", num_threads)
 
 
-def _tensor_dtype(key, array):
+def _tensor_dtype(key: Any, array: np.ndarray) -> tf.DType:
   """The tf.DType a column feeds as; TypeError naming the column if it has none."""
   if array.dtype.kind in "US":
     return tf.string
@@ -76,7 +80,10 @@ def _tensor_dtype(key, array):
         "dtype first (e.g. fill missing values).") from None
 
 
-def _index_batches(num_rows, batch_size, num_epochs, shuffle, rng):
+def _index_batches(num_rows: int, batch_size: int, num_epochs: Optional[int],
+                   shuffle: Optional[bool],
+                   rng: Any,  # a np.random.Generator when shuffling, else None
+                   ) -> Iterator[Union[slice, np.ndarray]]:
   """Yields each batch's rows: a slice (in order) or an index array (shuffled).
 
   The epochs form one stream of rows cut into batches; each epoch is a fresh
@@ -86,7 +93,7 @@ def _index_batches(num_rows, batch_size, num_epochs, shuffle, rng):
   pending_rows = 0
   epochs = range(num_epochs) if num_epochs is not None else itertools.count()
   for _ in epochs:
-    order = rng.permutation(num_rows) if shuffle else None
+    order: Any = rng.permutation(num_rows) if shuffle else None
     start = 0
     if pending_rows:
       take = min(batch_size - pending_rows, num_rows)
@@ -116,10 +123,10 @@ class SeedSource:
   loop would otherwise see the same first batches on every call).
   """
 
-  def __init__(self):
+  def __init__(self) -> None:
     self._readings = itertools.count()
 
-  def rng_factory(self):
+  def rng_factory(self) -> Callable[[], np.random.Generator]:
     """Returns a function giving each reading's numpy Generator.
 
     Call it while the input_fn builds its graph: the graph seed is read then
@@ -127,7 +134,7 @@ class SeedSource:
     """
     graph_seed, _ = tf.compat.v1.get_seed(None)
 
-    def rng():
+    def rng() -> np.random.Generator:
       reading = next(self._readings)
       if graph_seed is None:
         return np.random.default_rng()
@@ -135,8 +142,9 @@ class SeedSource:
     return rng
 
 
-def make_dataset(columns, feature_keys, target_keys, batch_size, num_epochs, shuffle,
-                 queue_capacity, seed_source):
+def make_dataset(columns: Dict[Any, np.ndarray], feature_keys: Any, target_keys: Any,
+                 batch_size: int, num_epochs: Optional[int], shuffle: Optional[bool],
+                 queue_capacity: Optional[int], seed_source: SeedSource) -> tf.data.Dataset:
   """Builds the Dataset of batches for a dict of equally long columns.
 
   Args:
@@ -157,8 +165,8 @@ def make_dataset(columns, feature_keys, target_keys, batch_size, num_epochs, shu
   # epoch), so the batch dimension is static, as tf.estimator's dequeue_many.
   batch_dim = batch_size if num_epochs is None else None
 
-  def structure(make):
-    def part(keys):
+  def structure(make: Callable[..., Any]) -> Any:
+    def part(keys: Any) -> Any:
       if keys is None:
         return None
       if isinstance(keys, list):
@@ -172,7 +180,7 @@ def make_dataset(columns, feature_keys, target_keys, batch_size, num_epochs, shu
 
   make_rng = seed_source.rng_factory()
 
-  def generate():
+  def generate() -> Iterator[Any]:
     rng = make_rng() if shuffle else None
     for rows in _index_batches(num_rows, batch_size, num_epochs, shuffle, rng):
       yield structure(lambda key, rows=rows: columns[key][rows])
@@ -183,12 +191,14 @@ def make_dataset(columns, feature_keys, target_keys, batch_size, num_epochs, shu
   return dataset.prefetch(max(1, ahead))
 
 
-def check_lengths(columns, feature_keys, target_keys, target_shape):
+def check_lengths(columns: Dict[Any, np.ndarray], feature_keys: Any, target_keys: Any,
+                  target_shape: Optional[Tuple[int, ...]]) -> None:
   """Raises tf.estimator's ValueError when the columns differ in length."""
   if len({len(column) for column in columns.values()}) == 1:
     return
   x_keys = feature_keys if isinstance(feature_keys, list) else [feature_keys]
   shapes_x = {key: columns[key].shape for key in x_keys}
+  shape_y: Union[None, Tuple[int, ...], Dict[Any, Tuple[int, ...]]]
   if target_keys is None or not isinstance(target_keys, list):
     shape_y = target_shape
   else:

@@ -1,5 +1,10 @@
 """numpy_input_fn: an input_fn over numpy arrays (tf.compat.v1.estimator.inputs.numpy_input_fn)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Union
+
 import numpy as np
+import tensorflow as tf
 
 from estimator_lite.inputs import _feeding
 
@@ -9,11 +14,11 @@ _ARRAY_X_KEY = "__direct_np_input__"
 _TARGET_KEY = "__target_key__"
 
 
-def _sorted_dict(data):
+def _sorted_dict(data: Dict[str, Any]) -> Dict[str, Any]:
   return dict(sorted(data.items(), key=lambda item: item[0]))
 
 
-def _features_as_dict(x):
+def _features_as_dict(x: Any) -> Dict[str, Any]:
   if isinstance(x, dict):
     if not x:
       raise ValueError("x cannot be an empty dict")
@@ -25,8 +30,11 @@ def _features_as_dict(x):
   raise TypeError(f"x must be a dict or array; got {type(x).__name__}")
 
 
-def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
-                   queue_capacity=1000, num_threads=1):
+def numpy_input_fn(x: Union[np.ndarray, Dict[str, np.ndarray]],
+                   y: Union[np.ndarray, Dict[str, np.ndarray], None] = None,
+                   batch_size: int = 128, num_epochs: Optional[int] = 1,
+                   shuffle: Optional[bool] = None, queue_capacity: int = 1000,
+                   num_threads: int = 1) -> Callable[[], tf.data.Dataset]:
   """Returns an input_fn that feeds numpy arrays (or dicts of them) to the model.
 
   The input_fn returns a `tf.data.Dataset` whose elements are `features` (a
@@ -67,12 +75,13 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
   _feeding.check_batch_options(batch_size, num_epochs, queue_capacity, num_threads)
   seed_source = _feeding.SeedSource()
 
-  def input_fn():
+  def input_fn() -> tf.data.Dataset:
     """Returns the Dataset of numpy batches."""
     # Validated when called, as tf.estimator did, so x may be filled in later.
     columns = _features_as_dict(x)
     feature_keys = list(columns) if isinstance(x, dict) else _ARRAY_X_KEY
     target_shape = None
+    target_keys: Any  # None, one key, or a list of keys (a dict y)
     if y is None:
       target_keys = None
     elif isinstance(y, dict):

@@ -1,7 +1,11 @@
 """pandas_input_fn: an input_fn over a DataFrame (tf.compat.v1.estimator.inputs.pandas_input_fn)."""
+from __future__ import annotations
+
 import uuid
+from typing import Any, Callable, Dict, Optional, Union
 
 import numpy as np
+import tensorflow as tf
 
 from estimator_lite.inputs import _feeding
 
@@ -11,14 +15,17 @@ except ImportError:  # pandas is optional: only pandas_input_fn needs it.
   pd = None
 
 
-def _unique_target_key(frame, name):
+def _unique_target_key(frame: pd.DataFrame, name: Any) -> Any:
   if name in frame:
     name += "_" + str(uuid.uuid4())
   return name
 
 
-def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
-                    queue_capacity=1000, num_threads=1, target_column="target"):
+def pandas_input_fn(x: pd.DataFrame, y: Union[pd.Series, pd.DataFrame, None] = None,
+                    batch_size: int = 128, num_epochs: Optional[int] = 1,
+                    shuffle: Optional[bool] = None, queue_capacity: Optional[int] = 1000,
+                    num_threads: int = 1, target_column: str = "target"
+                    ) -> Callable[[], tf.data.Dataset]:
   """Returns an input_fn that feeds a pandas DataFrame to the model.
 
   The input_fn returns a `tf.data.Dataset` whose elements are a dict of
@@ -60,8 +67,8 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
 
   feature_keys = list(x.columns)
   columns = {key: x[key].to_numpy(copy=True) for key in feature_keys}
-  target_keys = None
-  target_names = None
+  target_keys: Any = None  # None, one key, or a list of keys (a DataFrame y)
+  target_names: Optional[Dict[Any, Any]] = None
   if y is not None:
     if target_column in x:
       raise ValueError(
@@ -87,7 +94,7 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
     queue_capacity = max(1, len(x))
   seed_source = _feeding.SeedSource()
 
-  def input_fn():
+  def input_fn() -> tf.data.Dataset:
     """Returns the Dataset of DataFrame batches."""
     dataset = _feeding.make_dataset(columns, feature_keys, target_keys, batch_size,
                                     num_epochs, shuffle, queue_capacity, seed_source)

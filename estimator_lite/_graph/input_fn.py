@@ -1,0 +1,200 @@
+"""The one place that calls a user's input_fn and turns what it returns into features and labels.
+
+Every graph estimator_lite builds gets its input here: training (one step a
+run, the in-graph loop, a strategy's replicas), evaluation and prediction.
+"""
+from __future__ import annotations
+
+import collections.abc
+from typing import Any, Callable, List, Optional, Tuple
+
+import tensorflow as tf
+
+from estimator_lite._util import fn_args
+from estimator_lite.mode_keys import ModeKeys
+
+_INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
+_logging = tf.compat.v1.logging
+
+
+class IteratorInitializerHook(tf.compat.v1.train.SessionRunHook):
+  """Initialises an iterator (a dataset's or a strategy's) once the session exists."""
+
+  def __init__(self, iterator: Any):
+    self._iterator = iterator
+
+  def begin(self) -> None:
+    # Built here, before MonitoredSession finalizes the graph.
+    self._initializer = self._iterator.initializer
+
+  def after_create_session(self, session: Any, coord: Any) -> None:
+    del coord
+    session.run(self._initializer)
+
+
+def input_context_for(config: Any, mode: str = ModeKeys.TRAIN) -> tf.distribute.InputContext:
+  """The tf.distribute.InputContext input_fn receives in this process.
+
+  Training: one input pipeline per training task (chief or master, then the
+  workers), numbered by `global_id_in_cluster`, so with
+  `dataset.shard(num_input_pipelines, input_pipeline_id)` each task reads a
+  disjoint part. Evaluation and prediction run in a single process (the
+  evaluator, a master evaluating between saves, a user's own call), which
+  must see all of its input: one pipeline, id 0.
+  """
+  if mode != ModeKeys.TRAIN:
+    num_pipelines, pipeline_id = 1, 0
+  else:
+    num_pipelines = max(1, config.num_worker_replicas or 1)
+    pipeline_id = config.global_id_in_cluster or 0
+  if pipeline_id >= num_pipelines:  # ps or evaluator: read everything.
+    num_pipelines, pipeline_id = 1, 0
+  return tf.distribute.InputContext(num_input_pipelines=num_pipelines,
+                                    input_pipeline_id=pipeline_id,
+                                    num_replicas_in_sync=1)
+
+
+def call_input_fn(input_fn: Callable[..., Any], mode: str, params: dict, config: Any,
+                  input_context: Optional[tf.distribute.InputContext] = None) -> Any:
+  """Calls input_fn with whichever of mode/params/config/input_context it names.
+
+  Args:
+    input_fn: the user's input_fn.
+    mode: a ModeKeys value.
+    params: the Estimator's params.
+    config: the Estimator's RunConfig.
+    input_context: what a distribution strategy gives this pipeline; None:
+      this process's (input_context_for).
+
+  Returns:
+    What input_fn returned.
+
+  Raises:
+    TypeError: input_fn is not callable or needs an argument Estimator cannot give.
+  """
+  if not callable(input_fn):
+    raise TypeError(
+        f"input_fn must be callable, given: {input_fn!r}. Pass the function "
+        "itself (input_fn=my_input_fn), not its result.")
+  names = fn_args.fn_args(input_fn)
+  unknown = [n for n in fn_args.required_args(input_fn) if n not in _INPUT_FN_ARGS]
+  if unknown:
+    raise TypeError(
+        f"input_fn {fn_args.describe(input_fn)} requires argument(s) {unknown}, but "
+        f"Estimator only passes {list(_INPUT_FN_ARGS)}. Bind the others with "
+        "functools.partial or a lambda.")
+  kwargs: dict = {}
+  if "mode" in names:
+    kwargs["mode"] = mode
+  if "params" in names:
+    kwargs["params"] = params
+  if "config" in names:
+    kwargs["config"] = config
+  if "input_context" in names:
+    if input_context is not None:
+      _logging.info("The input_fn accepts an input_context (%d input pipeline(s), "
+                    "pipeline %d, %d replica(s) in sync).",
+                    input_context.num_input_pipelines, input_context.input_pipeline_id,
+                    input_context.num_replicas_in_sync)
+    kwargs["input_context"] = input_context or input_context_for(config, mode)
+  with tf.device("/cpu:0"):
+    return input_fn(**kwargs)
+
+
+def _is_dataset(value: Any) -> bool:
+  return isinstance(value, (tf.data.Dataset, tf.compat.v1.data.Dataset))
+
+
+def require_dataset(result: Any, why: str) -> Any:
+  """Returns `result`, which `why` needs to be a tf.data.Dataset.
+
+  Args:
+    result: what input_fn returned.
+    why: what needs a dataset, e.g. "RunConfig(steps_per_loop=100)".
+
+  Raises:
+    TypeError: result is not a tf.data.Dataset; the message starts with `why`.
+  """
+  if not _is_dataset(result):
+    raise TypeError(
+        f"With {why}, input_fn must return a tf.data.Dataset; it returned "
+        f"{type(result).__name__}: {result!r}. Wrap the tensors in "
+        "tf.data.Dataset.from_tensor_slices(...) or from_generator(...).")
+  return result
+
+
+def dataset_iterator(result: Any, why: str) -> Tuple[Any, IteratorInitializerHook]:
+  """Returns (initializable iterator, its initializer hook) for a Dataset result.
+
+  Raises:
+    TypeError: result is not a tf.data.Dataset; `why` says what needs one.
+  """
+  iterator = tf.compat.v1.data.make_initializable_iterator(require_dataset(result, why))
+  return iterator, IteratorInitializerHook(iterator)
+
+
+def split_features_and_labels(batch: Any) -> Tuple[Any, Any]:
+  """(features, labels or None) of one element of input: a (features, labels) pair or features.
+
+  Raises:
+    ValueError: a tuple or list that is not a pair.
+    TypeError: no features.
+  """
+  if isinstance(batch, (list, tuple)):
+    if len(batch) != 2:
+      raise ValueError(
+          f"input_fn should return (features, labels) as a len 2 tuple; it returned "
+          f"a {type(batch).__name__} of length {len(batch)}: {batch!r}.")
+    features, labels = batch
+  else:
+    features, labels = batch, None
+  if features is None:
+    raise TypeError(f"input_fn returned no features (None); it returned {batch!r}.")
+  return features, labels
+
+
+def _check_structure(value: Any, what: str, returned: Any) -> None:
+  if isinstance(value, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)):
+    return
+  if isinstance(value, collections.abc.Mapping):
+    for key, item in value.items():
+      _check_structure(item, f"{what}[{key!r}]", returned)
+    return
+  raise TypeError(
+      f"input_fn returned {what} = {value!r}, which is not a Tensor, SparseTensor "
+      f"or dict of them (input_fn returned {type(returned).__name__}). An input_fn "
+      "returns a tf.data.Dataset of (features, labels) or of features, or a "
+      "(features, labels) tuple of tensors or dicts of tensors.")
+
+
+def parse_input_fn_result(result: Any) -> Tuple[Any, Any, List[tf.compat.v1.train.SessionRunHook]]:
+  """Splits an input_fn result into features, labels and the hooks it needs.
+
+  Returns:
+    (features, labels or None, list of hooks)
+
+  Raises:
+    TypeError / ValueError: the result is not a supported structure; the message
+      says what was returned.
+  """
+  hooks: List[tf.compat.v1.train.SessionRunHook] = []
+  returned = result
+  if _is_dataset(result):
+    iterator, hook = dataset_iterator(result, "")
+    hooks.append(hook)
+    result = iterator.get_next()
+  features, labels = split_features_and_labels(result)
+  _check_structure(features, "features", returned)
+  if labels is not None:
+    _check_structure(labels, "labels", returned)
+  return features, labels, hooks
+
+
+def features_and_labels(input_fn: Callable[..., Any], mode: str, params: dict, config: Any
+                        ) -> Tuple[Any, Any, List[tf.compat.v1.train.SessionRunHook]]:
+  """Calls input_fn in the current graph; returns (features, labels or None, hooks).
+
+  Raises:
+    TypeError / ValueError: as call_input_fn and parse_input_fn_result.
+  """
+  return parse_input_fn_result(call_input_fn(input_fn, mode, params, config))

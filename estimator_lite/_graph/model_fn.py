@@ -1,0 +1,123 @@
+"""The one place that calls a user's model_fn and checks what it returns.
+
+`ModelFn` is what `Estimator.model_fn` returns: the user's function bound to
+the Estimator's params, called as `model_fn(features, labels, mode, config)`
+as tf.estimator's public `model_fn` property was. Every graph estimator_lite
+builds calls the model through it: training (one step a run, the in-graph
+loop, each replica of a strategy), evaluation, prediction, export and the
+in-memory evaluator.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Optional, Tuple
+
+import attrs
+import tensorflow as tf
+
+from estimator_lite._util import fn_args
+from estimator_lite._util import tf_internals
+from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.mode_keys import ModeKeys
+
+_MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
+_logging = tf.compat.v1.logging
+
+
+@attrs.frozen(eq=False)
+class ModelFn:
+  """A user's model_fn with the Estimator's params, callable as `(features, labels, mode, config)`.
+
+  Build it with `ModelFn.wrap`, which checks the function's arguments.
+
+  Attributes:
+    function: the user's model_fn.
+    params: the hyperparameters passed to it (a copy is passed on each call).
+    accepted_args: the names model_fn takes among features, labels, mode,
+      params and config.
+  """
+
+  function: Callable[..., Any]
+  params: dict
+  accepted_args: Tuple[str, ...]
+
+  @classmethod
+  def wrap(cls, model_fn: Callable[..., Any], params: Optional[dict]) -> "ModelFn":
+    """Checks model_fn's arguments against what an Estimator passes.
+
+    Args:
+      model_fn: the user's model_fn.
+      params: dict of hyperparameters, or None (deep-copied).
+
+    Returns:
+      A ModelFn.
+
+    Raises:
+      ValueError: model_fn is not callable, lacks `features`, requires an
+        argument Estimator does not pass, or params are given to a model_fn
+        without `params`.
+    """
+    if not callable(model_fn):
+      raise ValueError(f"model_fn must be provided to Estimator and be callable; given {model_fn!r}.")
+    args = fn_args.fn_args(model_fn)
+    name = fn_args.describe(model_fn)
+    if "features" not in args:
+      raise ValueError(f"model_fn ({name}) must include features argument; it takes {list(args)}.")
+    unknown = [a for a in fn_args.required_args(model_fn) if a not in _MODEL_FN_ARGS]
+    if unknown:
+      raise ValueError(
+          f"model_fn ({name}) has following not expected args: {unknown}. It may take "
+          f"only {list(_MODEL_FN_ARGS)}; bind others with functools.partial.")
+    if params is not None and "params" not in args:
+      raise ValueError(f"model_fn ({name}) does not include params argument, but params "
+                       f"({params!r}) are passed to Estimator.")
+    return cls(function=model_fn, params=copy.deepcopy(params or {}),
+               accepted_args=tuple(a for a in _MODEL_FN_ARGS if a in args))
+
+  def __call__(self, features: Any, labels: Any, mode: str, config: Any) -> EstimatorSpec:
+    """Calls model_fn in the current graph with the arguments it names.
+
+    Returns:
+      The EstimatorSpec model_fn returned, for `mode`.
+
+    Raises:
+      ValueError: labels for a model_fn without `labels`, a model_fn that
+        failed for lack of labels, or a return value that is not an
+        EstimatorSpec for `mode`.
+    """
+    kwargs: dict = {}
+    if "labels" in self.accepted_args:
+      kwargs["labels"] = labels
+    elif labels is not None:
+      raise ValueError(
+          "model_fn does not take labels, but input_fn returns labels. Add a "
+          "labels argument to model_fn or return only features from input_fn.")
+    if "mode" in self.accepted_args:
+      kwargs["mode"] = mode
+    if "params" in self.accepted_args:
+      kwargs["params"] = copy.deepcopy(self.params)
+    if "config" in self.accepted_args:
+      kwargs["config"] = config
+    tf_internals.reset_keras3_layer_names()
+    _logging.info("Calling model_fn.")
+    try:
+      spec = self.function(features=features, **kwargs)
+    except (TypeError, ValueError, AttributeError) as e:
+      if labels is None and "labels" in self.accepted_args and mode != ModeKeys.PREDICT:
+        raise ValueError(
+            f"model_fn raised {type(e).__name__} in mode {mode!r} with labels=None: "
+            "input_fn returned features only, and this model_fn needs labels to "
+            f"{'train' if mode == ModeKeys.TRAIN else 'evaluate'}. Return "
+            "(features, labels) from input_fn, or a Dataset of (features, labels). "
+            f"Original error: {e}") from e
+      raise
+    _logging.info("Done calling model_fn.")
+    if not isinstance(spec, EstimatorSpec):
+      raise ValueError(
+          f"model_fn should return an EstimatorSpec (mode {mode!r}); it returned "
+          f"{spec!r}. Return estimator_lite.EstimatorSpec(mode, ...).")
+    if spec.mode != mode:
+      raise ValueError(
+          f"model_fn was called with mode {mode!r} but returned an EstimatorSpec "
+          f"for mode {spec.mode!r}; pass the mode argument through.")
+    return spec

@@ -1,0 +1,1 @@
+"""Running the graphs: training, evaluation and prediction sessions, and the hooks they run."""

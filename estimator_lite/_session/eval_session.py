@@ -1,0 +1,134 @@
+"""Estimator.evaluate's work: the eval graph run over a checkpoint, and the one eval session runner.
+
+`evaluate` builds the graph (eval_graph.py, or strategy.py for
+RunConfig.eval_distribute), runs it with `run` and writes the results to
+model_dir/eval[_NAME]. The in-memory evaluator builds its graph once and calls
+`run` with a Scaffold that copies the training variables in.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+
+import tensorflow as tf
+
+from estimator_lite._graph import eval_graph
+from estimator_lite._graph import strategy as strategy_lib
+from estimator_lite._session import checkpoints
+from estimator_lite._session import targets
+from estimator_lite._util import events
+from estimator_lite._util import quiet
+from estimator_lite._util import validation
+
+_logging = tf.compat.v1.logging
+
+
+class StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
+  """Stops evaluation after `num_evals` batches and logs progress every tenth."""
+
+  def __init__(self, num_evals: int):
+    self._num_evals = num_evals
+    self._log_every = max(1, num_evals // 10)
+    self._done = 0
+
+  def begin(self) -> None:
+    # Counts per evaluation: the in-memory evaluator reuses the hook.
+    self._done = 0
+
+  def after_run(self, run_context: Any, run_values: Any) -> None:
+    del run_values
+    self._done += 1
+    if self._done % self._log_every == 0 or self._done == self._num_evals:
+      _logging.info("Evaluation [%d/%d]", self._done, self._num_evals)
+    if self._done >= self._num_evals:
+      run_context.request_stop()
+
+
+def hooks_with_steps(hooks: Sequence[tf.compat.v1.train.SessionRunHook], steps: Optional[int]
+                     ) -> list:
+  """`hooks`, plus one that stops after `steps` batches unless steps is None."""
+  return list(hooks) + ([StopAfterNEvalsHook(steps)] if steps is not None else [])
+
+
+@contextlib.contextmanager
+def placement(config: Any) -> Iterator[None]:
+  """The scope an eval graph is built and run in: RunConfig.eval_distribute's, if any."""
+  if config.eval_distribute is not None:
+    with config.eval_distribute.scope():
+      yield
+  else:
+    yield
+
+
+def build_graph(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: Any,
+                params: dict, hooks: Sequence[tf.compat.v1.train.SessionRunHook]
+                ) -> eval_graph.EvalGraph:
+  """The eval graph in the current default graph, inside `placement(config)`."""
+  if config.eval_distribute is not None:
+    return strategy_lib.build_eval_graph(model_fn, input_fn, config, params, hooks)
+  return eval_graph.build(model_fn, input_fn, config, params, hooks)
+
+
+def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str],
+        scaffold: Optional[tf.compat.v1.train.Scaffold] = None) -> Dict[str, Any]:
+  """Runs an eval graph until its input ends or a hook stops; returns the results.
+
+  Args:
+    graph: the EvalGraph, built in the current default graph.
+    config: the RunConfig (evaluation master, session config, eval_distribute).
+    checkpoint_path: the checkpoint to restore, or None to initialise.
+    scaffold: a Scaffold to use instead of the graph's, or None.
+
+  Returns:
+    dict of result name to value: each metric, `loss` and `global_step`.
+
+  Raises:
+    ValueError: the default Saver is in use and the checkpoint does not fit.
+  """
+  scaffold = scaffold or graph.scaffold
+  checkpoints.check_restorable(scaffold, checkpoint_path, tf.compat.v1.get_default_graph())
+  final_ops_hook = tf.compat.v1.train.FinalOpsHook(graph.values)
+  session_creator = tf.compat.v1.train.ChiefSessionCreator(
+      scaffold=scaffold,
+      checkpoint_filename_with_path=checkpoint_path,
+      master=config.evaluation_master,
+      config=targets.in_process_session_config(config, config.eval_distribute))
+  _logging.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
+  start = time.time()
+  with tf.compat.v1.train.MonitoredSession(
+      session_creator=session_creator, hooks=list(graph.hooks) + [final_ops_hook]) as session:
+    while not session.should_stop():
+      session.run(graph.update_op)
+  _logging.info("Inference Time : %.5fs", time.time() - start)
+  _logging.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
+  return final_ops_hook.final_ops_values
+
+
+def evaluate(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: Any,
+             params: dict, *, hooks: Sequence[tf.compat.v1.train.SessionRunHook],
+             steps: Optional[int], checkpoint_path: Optional[str], eval_dir: str
+             ) -> Dict[str, Any]:
+  """Evaluates a checkpoint and writes the results to `eval_dir`, as Estimator.evaluate documents.
+
+  Args:
+    model_fn: the Estimator's `ModelFn`.
+    input_fn: the user's input_fn.
+    config: the RunConfig.
+    params: the Estimator's params (passed to input_fn).
+    hooks: the caller's hooks, checked.
+    steps: batches to evaluate, or None for all of the input.
+    checkpoint_path: the checkpoint, or None to evaluate the initialised model.
+    eval_dir: where the results' events go.
+
+  Returns:
+    The results dict.
+  """
+  with quiet.quiet_deprecations(), tf.Graph().as_default(), placement(config):
+    graph = build_graph(model_fn, input_fn, config, params, hooks_with_steps(hooks, steps))
+    results = run(graph, config, checkpoint_path)
+  global_step = int(results[validation.GLOBAL_STEP_KEY])
+  events.write_dict_to_summary(eval_dir, results, global_step)
+  if checkpoint_path:
+    events.write_checkpoint_path_to_summary(eval_dir, checkpoint_path, global_step)
+  return results

@@ -1,0 +1,1 @@
+"""What every stage shares: the cadence primitive, validation and keys, events, TensorFlow internals."""

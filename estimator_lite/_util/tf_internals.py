@@ -1,0 +1,176 @@
+"""Everything estimator_lite borrows from TensorFlow's (and Keras's) private API, in one place.
+
+tf.estimator lived inside TensorFlow and used its internals freely;
+estimator_lite needs a few of the same to keep tf.estimator's behaviour on
+TensorFlow 2.21. Each is here, with why, so that a TensorFlow upgrade that
+moves one breaks this module alone (and tests/util/test_tf_internals.py says
+which). No other module of estimator_lite reads a private name of
+TensorFlow's.
+"""
+# pylint: disable=protected-access
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Callable, Iterable, Iterator, List, Optional
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.client import session as _session_lib
+from tensorflow.python.framework import meta_graph as _meta_graph
+from tensorflow.python.training import sync_replicas_optimizer as _sync_replicas
+from tensorflow.python.training import training_util as _training_util
+from tensorflow.python.util import deprecation as _deprecation
+
+# -- the global step ---------------------------------------------------------------
+# The collection of the global-step read that TensorFlow's hooks share
+# (StepCounterHook, CheckpointSaverHook, StopAtStepHook, ...).
+GLOBAL_STEP_READ_KEY = _training_util.GLOBAL_STEP_READ_KEY
+
+
+def global_step_read(graph: Optional[tf.Graph] = None) -> Optional[tf.Tensor]:
+  """The global-step read the hooks share (created by TensorFlow when missing)."""
+  return _training_util._get_or_create_global_step_read(graph)
+
+
+def variable_handle_names(variable: Any) -> List[str]:
+  """Names of the tensors an assignment to `variable` takes as its first input.
+
+  A resource variable's handle; a legacy ref variable's ref tensor, which
+  only its private `_ref()` gives.
+  """
+  handle = getattr(variable, "handle", None)
+  return [handle.name] if handle is not None else [variable._ref().name]
+
+
+def add_control_inputs(op: tf.Operation, inputs: Iterable[tf.Operation]) -> None:
+  """Makes `op` run after `inputs` in a graph already built (the only way after the fact)."""
+  missing = [i for i in inputs if i not in op.control_inputs]
+  if missing:
+    op._add_control_inputs(missing)
+
+
+# -- sessions and hooks -------------------------------------------------------------
+# The type Saver.save and start_queue_runners require of a session.
+SessionInterface = _session_lib.SessionInterface
+
+
+def make_raw_callable(session: tf.compat.v1.Session,
+                      options: config_pb2.CallableOptions) -> Optional[Callable[[], Any]]:
+  """TensorFlow's C++ callable for `options`, or None for a session without one.
+
+  Raises:
+    tf.errors.OpError: a fetch cannot be run.
+  """
+  make = getattr(session, "_make_callable_from_options", None)
+  return None if make is None else make(options)
+
+
+def session_error_decorator(session: tf.compat.v1.Session) -> Callable[[Callable[[], Any]], Any]:
+  """`run(fn)` that raises TensorFlow's errors as `Session.run` decorates them.
+
+  Session.run names the failing node and where it was created in an error's
+  message; a raw callable's errors lack that until passed through here.
+  """
+  do_call = getattr(session, "_do_call", None)
+  return do_call if do_call is not None else (lambda fn: fn())
+
+
+def session_is_closed(session: tf.compat.v1.Session) -> bool:
+  return getattr(session, "_closed", True)
+
+
+def saver_hook_listeners(hook: tf.compat.v1.train.CheckpointSaverHook) -> list:
+  """The listener list of a CheckpointSaverHook that exists already (a user's own).
+
+  tf.estimator added train()'s saving_listeners to it the same way.
+  """
+  return hook._listeners
+
+
+def scaffold_user_init_fn(scaffold: tf.compat.v1.train.Scaffold) -> Optional[Callable]:
+  """The init_fn a model_fn gave its Scaffold (the public one is wrapped, 2 arguments)."""
+  return scaffold._user_init_fn
+
+
+def is_sync_replicas_hook(hook: Any) -> bool:
+  """Whether `hook` is the one SyncReplicasOptimizer.make_session_run_hook made."""
+  hook_class = getattr(_sync_replicas, "_SyncReplicasOptimizerHook", None)
+  return hook_class is not None and isinstance(hook, hook_class)
+
+
+def create_meta_graph_def(graph_def: Any, saver_def: Any) -> Any:
+  """The MetaGraphDef CheckpointSaverHook writes into the events (it has no public name)."""
+  return _meta_graph.create_meta_graph_def(graph_def=graph_def, saver_def=saver_def)
+
+
+def partition_of(variable: Any) -> Optional[Any]:
+  """The slice info of a partitioned variable's part (full name, full shape), or None."""
+  return getattr(variable, "_save_slice_info", None)
+
+
+@contextlib.contextmanager
+def deprecation_notices_silenced() -> Iterator[None]:
+  """Silences TensorFlow's "is deprecated" notices inside the block."""
+  with _deprecation.silence():
+    yield
+
+
+# -- distribution strategies ----------------------------------------------------------
+def strategy_session_config(strategy: tf.distribute.Strategy,
+                            config: tf.compat.v1.ConfigProto) -> tf.compat.v1.ConfigProto:
+  """The strategy's own session settings (collective leader, device filters, isolation)."""
+  return strategy.extended._update_config_proto(config)
+
+
+def strategy_num_workers(strategy: tf.distribute.Strategy) -> int:
+  """How many worker processes a MultiWorkerMirroredStrategy spans (1 without a cluster)."""
+  return int(getattr(strategy.extended, "_num_workers", 1) or 1)
+
+
+def strategy_task(strategy: tf.distribute.Strategy) -> tuple:
+  """(task_type, task_id) a MultiWorkerMirroredStrategy was built for (None, None if none)."""
+  return (getattr(strategy.extended, "_task_type", None),
+          getattr(strategy.extended, "_task_id", None))
+
+
+def strategy_serves_this_task(strategy: tf.distribute.Strategy) -> bool:
+  """Whether the strategy started this task's gRPC server (created eagerly with TF_CONFIG)."""
+  return bool(getattr(strategy.extended, "_std_server_started", False))
+
+
+def stop_strategy_health_checks(strategy: tf.distribute.Strategy) -> None:
+  """Asks a MultiWorkerMirroredStrategy's peer health-check thread to end."""
+  stop = getattr(strategy.extended, "_check_health_thread_should_stop", None)
+  if stop is not None:
+    stop.set()
+
+
+def estimator_loss_scaling(strategy: tf.distribute.Strategy) -> Optional[Callable[[], Any]]:
+  """The context manager that makes v1 optimizers divide a mean loss by the replicas, or None."""
+  return getattr(strategy, "_scale_loss_for_estimator_enabled", None)
+
+
+def loss_scaled_by_optimizer(graph: tf.Graph) -> bool:
+  """Whether a v1 optimizer divided each replica's loss by the number of replicas."""
+  return bool(getattr(graph, "_is_loss_scaled_by_optimizer", False))
+
+
+# -- Keras 3 ------------------------------------------------------------------------
+def reset_keras3_layer_names() -> None:
+  """Restarts Keras 3's automatic layer names ("dense", "dense_1", ...) for a new graph.
+
+  Keras 3 does not reset them per tf.Graph, so without this the export
+  graph's "dense" becomes "dense_1" and no longer matches the checkpoint.
+  `keras.backend.clear_session()` would also reset the default graph, which
+  is not allowed inside the graph being built. Keras 3 is touched only if the
+  user imported it.
+  """
+  keras = sys.modules.get("keras")
+  if keras is None or not getattr(keras, "__version__", "").startswith("3."):
+    return
+  try:
+    from keras.src.utils import naming  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return
+  naming.reset_uids()

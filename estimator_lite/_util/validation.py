@@ -1,0 +1,121 @@
+"""Rules that several public objects share, each stated once: keys, hook types, counts, replace().
+
+tf.estimator worded the same rule differently in different places (its
+`Estimator.train` and its `TrainSpec` each have their own text for a bad
+saving listener); users' tests match on those texts, so a check that several
+APIs share takes the caller's text where tf.estimator's differed.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Iterable, Optional, Tuple, cast
+
+import attrs
+import tensorflow as tf
+
+# The keys evaluate() adds to every result (and a model_fn's metrics may not use).
+LOSS_KEY = "loss"
+GLOBAL_STEP_KEY = "global_step"
+
+# tf.estimator's texts for a hook that is not a SessionRunHook: its TrainSpec
+# and EvalSpec, and its EstimatorSpec (and its other hooks arguments).
+SPEC_HOOKS_ERROR = "All hooks must be `SessionRunHook` instances, given: {!r}"
+HOOKS_ERROR = "All hooks must be SessionRunHook instances, given: {!r}"
+# Its texts for a saving listener that is not a CheckpointSaverListener.
+ESTIMATOR_LISTENERS_ERROR = "saving_listeners must be a list of CheckpointSaverListener, given: {!r}."
+SPEC_LISTENERS_ERROR = "All saving_listeners must be `CheckpointSaverListener` instances, given: {!r}"
+
+
+def check_hooks(hooks: Optional[Iterable[Any]], where: str, message: str = HOOKS_ERROR
+                ) -> Tuple[tf.compat.v1.train.SessionRunHook, ...]:
+  """Returns `hooks` (None: none) as a tuple of `SessionRunHook`s.
+
+  Args:
+    hooks: an iterable of hooks, or None.
+    where: the argument that held them, e.g. "Estimator.train(hooks=...)".
+    message: the error text, with `{!r}` for the bad value (HOOKS_ERROR or
+      SPEC_HOOKS_ERROR).
+
+  Raises:
+    TypeError: an element is not a SessionRunHook.
+  """
+  hooks = tuple(hooks or ())
+  for hook in hooks:
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+      raise TypeError(message.format(hook) + f" in {where}. Subclass "
+                      "tf.compat.v1.train.SessionRunHook (estimator_lite.SessionRunHook).")
+  return hooks
+
+
+def check_saving_listeners(listeners: Optional[Iterable[Any]], message: str
+                           ) -> Tuple[tf.compat.v1.train.CheckpointSaverListener, ...]:
+  """Returns `listeners` (None: none) as a tuple of `CheckpointSaverListener`s.
+
+  Args:
+    listeners: an iterable of listeners, or None.
+    message: the error text, with `{!r}` for the bad value
+      (ESTIMATOR_LISTENERS_ERROR or SPEC_LISTENERS_ERROR).
+
+  Raises:
+    TypeError: an element is not a CheckpointSaverListener.
+  """
+  listeners = tuple(listeners or ())
+  for listener in listeners:
+    if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+      raise TypeError(message.format(listener) + " Subclass "
+                      "tf.compat.v1.train.CheckpointSaverListener.")
+  return listeners
+
+
+def is_int(value: Any) -> bool:
+  """True for Python and numpy integers, False for bools."""
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_positive_int(name: str, value: Any) -> Optional[int]:
+  """Returns `value` as an int, or None for None.
+
+  Raises:
+    TypeError: not an integer.
+    ValueError: not > 0 (tf.estimator's "Must specify ... > 0" text).
+  """
+  if value is None:
+    return None
+  if not is_int(value):
+    raise TypeError(f"{name} must be an int or None, given: {value!r}.")
+  if value <= 0:
+    raise ValueError(f"Must specify {name} > 0, given: {value}")
+  return int(value)
+
+
+class Replaceable:
+  """`replace()` and `_replace()` for frozen attrs value objects (tf.estimator's were namedtuples).
+
+  The copy is built by the class's own constructor, so it is validated like
+  any new value.
+  """
+
+  def replace(self, **changes: Any) -> Any:
+    """Returns a validated copy with `changes` applied.
+
+    Raises:
+      ValueError: a name that is not a field (namedtuple's text).
+    """
+    # Every subclass is an attrs class; this mixin itself is not one.
+    instance = cast(Any, self)
+    fields = [field.name for field in attrs.fields(type(instance))]
+    unknown = sorted(set(changes) - set(fields))
+    if unknown:
+      raise ValueError(f"Got unexpected field names: {unknown}: {type(self).__name__} has "
+                       f"no field(s) {unknown}; its fields are {fields}.")
+    return attrs.evolve(instance, **changes)
+
+  _replace = replace
+
+
+def check_metric_names(names: Iterable[str]) -> None:
+  """Raises ValueError for an eval metric that would hide one evaluate() adds itself."""
+  if LOSS_KEY in names:
+    raise ValueError(
+        'Metric with name "loss" is not allowed, because Estimator already '
+        "defines a default metric with the same name. Rename your metric.")
