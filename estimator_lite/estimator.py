@@ -19,7 +19,7 @@ from estimator_lite._session import eval_session
 from estimator_lite._session import prediction
 from estimator_lite._session import training_session
 from estimator_lite._util import validation
-from estimator_lite.export import _saved_model_writer
+from estimator_lite._session import export_session
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 
@@ -264,7 +264,7 @@ class Estimator:
       ValueError: no serving_input_receiver_fn, no checkpoint, or variables
         missing from the checkpoint.
     """
-    return _saved_model_writer.export_saved_model(
+    return export_session.export_saved_model(
         self._model, self._config, export_dir_base, serving_input_receiver_fn,
         checkpoint_path=checkpoint_path, warm_start=self._warm_start_settings,
         assets_extra=assets_extra, as_text=as_text, mode=experimental_mode,
@@ -282,7 +282,7 @@ class Estimator:
     """
     _logging.warning("Estimator.export_savedmodel is deprecated; use "
                      "export_saved_model instead.")
-    return _saved_model_writer.export_saved_model(
+    return export_session.export_saved_model(
         self._model, self._config, export_dir_base, serving_input_receiver_fn,
         checkpoint_path=checkpoint_path, warm_start=self._warm_start_settings,
         assets_extra=assets_extra, as_text=as_text, strip_default_attrs=strip_default_attrs)

@@ -124,14 +124,27 @@ def _check_hooks(hooks: Optional[Iterable[Any]], field: str) -> tuple:
   return validation.check_hooks(hooks, f"EstimatorSpec.{field}")
 
 
+# The fields a mode requires, and how to give one (after tf.estimator's "Missing <field>.").
+_REQUIRED = {
+    "loss": ((ModeKeys.TRAIN, ModeKeys.EVAL), "TRAIN and EVAL need a scalar loss tensor: "
+             "EstimatorSpec(mode, loss=loss, ...)"),
+    "train_op": ((ModeKeys.TRAIN,), "pass optimizer.minimize(loss, "
+                 "global_step=tf.compat.v1.train.get_global_step())"),
+    "predictions": ((ModeKeys.PREDICT,), "EstimatorSpec(mode, predictions={'name': tensor})"),
+}
+
+
+def _check_required(field: str, mode: str) -> None:
+  """Raises ValueError when `field`, which is None, is one that `mode` requires."""
+  modes, how = _REQUIRED[field]
+  if mode in modes:
+    raise ValueError(f"Missing {field}. model_fn returned an EstimatorSpec for mode {mode!r} "
+                     f"without `{field}`: {how}.")
+
+
 def _validate_loss(loss: Any, mode: str) -> Any:
   if loss is None:
-    if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
-      raise ValueError(
-          f"Missing loss. model_fn returned an EstimatorSpec for mode {mode!r} "
-          "without `loss`; TRAIN and EVAL need a scalar loss tensor: "
-          "EstimatorSpec(mode, loss=loss, ...).")
-    return None
+    return _check_required("loss", mode)
   if not _is_tensor(loss):
     raise TypeError(
         f"loss must be Tensor, given: {loss!r} (mode {mode!r}). Return the loss "
@@ -148,12 +161,7 @@ def _validate_loss(loss: Any, mode: str) -> Any:
 
 def _validate_predictions(predictions: Any, mode: str) -> Any:
   if predictions is None:
-    if mode == ModeKeys.PREDICT:
-      raise ValueError(
-          "Missing predictions. model_fn returned an EstimatorSpec for mode "
-          "'infer' (PREDICT) without `predictions`: "
-          "EstimatorSpec(mode, predictions={'name': tensor}).")
-    return None
+    return _check_required("predictions", mode)
   if isinstance(predictions, collections.abc.Mapping):
     predictions = dict(predictions)
     for key, value in predictions.items():
@@ -169,12 +177,7 @@ def _validate_predictions(predictions: Any, mode: str) -> Any:
 
 def _validate_train_op(train_op: Any, mode: str) -> Any:
   if train_op is None:
-    if mode == ModeKeys.TRAIN:
-      raise ValueError(
-          "Missing train_op. model_fn returned an EstimatorSpec for mode 'train' "
-          "without `train_op`: pass optimizer.minimize(loss, "
-          "global_step=tf.compat.v1.train.get_global_step()).")
-    return None
+    return _check_required("train_op", mode)
   if not _tensor_like(train_op):
     raise TypeError(
         f"train_op must be Operation or Tensor, given: {train_op!r} (mode {mode!r}).")

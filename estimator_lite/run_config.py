@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, Callable, Dict, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, Optional, TypeVar, Union, overload
 
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
@@ -15,6 +15,7 @@ from estimator_lite._cluster import tf_config as _tf_config
 _USE_DEFAULT: Any = object()
 _DEFAULT_CHECKPOINT_SECS = 600
 _RunConfigT = TypeVar("_RunConfigT", bound="RunConfig")
+_T = TypeVar("_T")
 
 _REPLACEABLE = (
     "model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
@@ -58,6 +59,41 @@ def _default_session_config(role: _tf_config.ClusterRole) -> tf.compat.v1.Config
     config.device_filters.extend(
         ["/job:ps", f"/job:{role.task_type}/task:{role.task_id}"])
   return config
+
+
+class _Setting(Generic[_T]):
+  """A read-only RunConfig property: a constructor argument, or a field of the TF_CONFIG role.
+
+  `name = _Setting[T]()` reads `self._name`, which __init__ stores;
+  `_Setting[T](from_tf_config=True)` reads `self._role.name` (tf_config.py).
+
+  Args:
+    from_tf_config: read the value from the cluster role TF_CONFIG gives.
+  """
+
+  def __init__(self, from_tf_config: bool = False) -> None:
+    self._from_tf_config = from_tf_config
+    self._name = ""
+
+  def __set_name__(self, owner: type, name: str) -> None:
+    self._name = name
+
+  @overload
+  def __get__(self, config: None, owner: type) -> "_Setting[_T]": ...
+
+  @overload
+  def __get__(self, config: "RunConfig", owner: type) -> _T: ...
+
+  def __get__(self, config: Optional["RunConfig"], owner: type) -> Any:
+    if config is None:  # the class's attribute, as a property's
+      return self
+    if self._from_tf_config:
+      return getattr(config._role, self._name)
+    return getattr(config, "_" + self._name)
+
+  def __set__(self, config: "RunConfig", value: Any) -> None:
+    raise AttributeError(f"can't set attribute {self._name!r}: RunConfig is read-only; "
+                         "use RunConfig.replace(...)")
 
 
 class RunConfig:
@@ -187,26 +223,24 @@ class RunConfig:
     _strategy_checks.check(train_distribute, eval_distribute, self._role,
                            steps_per_loop=steps_per_loop, device_fn=device_fn)
 
-  # -- what the user set ------------------------------------------------------
-  @property
-  def model_dir(self) -> Optional[str]:
-    return self._model_dir
-
-  @property
-  def tf_random_seed(self) -> Optional[int]:
-    return self._tf_random_seed
-
-  @property
-  def save_summary_steps(self) -> Optional[int]:
-    return self._save_summary_steps
-
-  @property
-  def save_checkpoints_steps(self) -> Optional[int]:
-    return self._save_checkpoints_steps
-
-  @property
-  def save_checkpoints_secs(self) -> Optional[float]:
-    return self._save_checkpoints_secs
+  # -- what the user set (read-only) -------------------------------------------
+  model_dir = _Setting[Optional[str]]()
+  tf_random_seed = _Setting[Optional[int]]()
+  save_summary_steps = _Setting[Optional[int]]()
+  save_checkpoints_steps = _Setting[Optional[int]]()
+  save_checkpoints_secs = _Setting[Optional[float]]()
+  keep_checkpoint_max = _Setting[Optional[int]]()
+  keep_checkpoint_every_n_hours = _Setting[Optional[float]]()
+  log_step_count_steps = _Setting[Optional[int]]()
+  train_distribute = _Setting[Optional[tf.distribute.Strategy]]()
+  eval_distribute = _Setting[Optional[tf.distribute.Strategy]]()
+  experimental_distribute = _Setting[Any]()
+  device_fn = _Setting[Optional[Callable[[tf.Operation], str]]]()
+  protocol = _Setting[Optional[str]]()
+  experimental_max_worker_delay_secs = _Setting[Optional[float]]()
+  session_creation_timeout_secs = _Setting[float]()
+  checkpoint_save_graph_def = _Setting[bool]()
+  steps_per_loop = _Setting[int]()
 
   @property
   def session_config(self) -> tf.compat.v1.ConfigProto:
@@ -214,90 +248,16 @@ class RunConfig:
       return self._user_session_config
     return _default_session_config(self._role)
 
-  @property
-  def keep_checkpoint_max(self) -> Optional[int]:
-    return self._keep_checkpoint_max
-
-  @property
-  def keep_checkpoint_every_n_hours(self) -> Optional[float]:
-    return self._keep_checkpoint_every_n_hours
-
-  @property
-  def log_step_count_steps(self) -> Optional[int]:
-    return self._log_step_count_steps
-
-  @property
-  def train_distribute(self) -> Optional[tf.distribute.Strategy]:
-    return self._train_distribute
-
-  @property
-  def eval_distribute(self) -> Optional[tf.distribute.Strategy]:
-    return self._eval_distribute
-
-  @property
-  def experimental_distribute(self) -> Any:
-    return self._experimental_distribute
-
-  @property
-  def device_fn(self) -> Optional[Callable[[tf.Operation], str]]:
-    return self._device_fn
-
-  @property
-  def protocol(self) -> Optional[str]:
-    return self._protocol
-
-  @property
-  def experimental_max_worker_delay_secs(self) -> Optional[float]:
-    return self._experimental_max_worker_delay_secs
-
-  @property
-  def session_creation_timeout_secs(self) -> float:
-    return self._session_creation_timeout_secs
-
-  @property
-  def checkpoint_save_graph_def(self) -> bool:
-    return self._checkpoint_save_graph_def
-
-  @property
-  def steps_per_loop(self) -> int:
-    return self._steps_per_loop
-
-  # -- what TF_CONFIG says ----------------------------------------------------
-  @property
-  def cluster_spec(self) -> tf.train.ClusterSpec:
-    return self._role.cluster_spec
-
-  @property
-  def task_type(self) -> str:
-    return self._role.task_type
-
-  @property
-  def task_id(self) -> int:
-    return self._role.task_id
-
-  @property
-  def master(self) -> str:
-    return self._role.master
-
-  @property
-  def evaluation_master(self) -> str:
-    return self._role.evaluation_master
-
-  @property
-  def num_ps_replicas(self) -> int:
-    return self._role.num_ps_replicas
-
-  @property
-  def num_worker_replicas(self) -> int:
-    return self._role.num_worker_replicas
-
-  @property
-  def is_chief(self) -> bool:
-    return self._role.is_chief
-
-  @property
-  def global_id_in_cluster(self) -> Optional[int]:
-    return self._role.global_id_in_cluster
+  # -- what TF_CONFIG says (read-only) ------------------------------------------
+  cluster_spec = _Setting[tf.train.ClusterSpec](from_tf_config=True)
+  task_type = _Setting[str](from_tf_config=True)
+  task_id = _Setting[int](from_tf_config=True)
+  master = _Setting[str](from_tf_config=True)
+  evaluation_master = _Setting[str](from_tf_config=True)
+  num_ps_replicas = _Setting[int](from_tf_config=True)
+  num_worker_replicas = _Setting[int](from_tf_config=True)
+  is_chief = _Setting[bool](from_tf_config=True)
+  global_id_in_cluster = _Setting[Optional[int]](from_tf_config=True)
 
   @property
   def service(self) -> Optional[Dict[str, Any]]:

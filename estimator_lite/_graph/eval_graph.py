@@ -13,7 +13,7 @@ import attrs
 import tensorflow as tf
 
 from estimator_lite._graph import input_fn as input_fn_lib
-from estimator_lite._graph import metrics
+from estimator_lite._util import metrics
 from estimator_lite._util import validation
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys

@@ -5,21 +5,56 @@ switches with `est = estimator_lite.compat.v1`; `estimator_lite.compat.v1.estima
 is this module again, so `tf.compat.v1.estimator.X` becomes
 `estimator_lite.compat.v1.estimator.X` by replacing the leading `tf`.
 
-The names resolve lazily to the top-level package's objects (the same
-classes: a v1 `Estimator` is an `estimator_lite.Estimator`, which keeps the v1
-method name `export_savedmodel`). The v1-only parts are `inputs`
+The names are the top-level package's objects (the same classes: a v1
+`Estimator` is an `estimator_lite.Estimator`, which keeps the v1 method name
+`export_savedmodel`). The v1-only parts are `inputs`
 (numpy_input_fn, pandas_input_fn) and the v1 `experimental` names.
 """
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any, List
 
+# pylint: disable=unused-import
+# tf.compat.v1.estimator's names that estimator_lite provides: the very objects
+# of the top-level package.
+from estimator_lite import experimental
+from estimator_lite import export
+from estimator_lite import inputs
 from estimator_lite._util.not_provided import not_provided_error
+from estimator_lite.estimator import Estimator
+from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.export.exporter import BestExporter
+from estimator_lite.export.exporter import Exporter
+from estimator_lite.export.exporter import FinalExporter
+from estimator_lite.export.exporter import LatestExporter
+from estimator_lite.hooks import CheckpointSaverHook
+from estimator_lite.hooks import CheckpointSaverListener
+from estimator_lite.hooks import FeedFnHook
+from estimator_lite.hooks import FinalOpsHook
+from estimator_lite.hooks import GlobalStepWaiterHook
+from estimator_lite.hooks import LoggingTensorHook
+from estimator_lite.hooks import NanLossDuringTrainingError
+from estimator_lite.hooks import NanTensorHook
+from estimator_lite.hooks import ProfilerHook
+from estimator_lite.hooks import SecondOrStepTimer
+from estimator_lite.hooks import SessionRunArgs
+from estimator_lite.hooks import SessionRunContext
+from estimator_lite.hooks import SessionRunHook
+from estimator_lite.hooks import SessionRunValues
+from estimator_lite.hooks import StepCounterHook
+from estimator_lite.hooks import StopAtStepHook
+from estimator_lite.hooks import SummarySaverHook
+from estimator_lite.mode_keys import ModeKeys
+from estimator_lite.run_config import RunConfig
+from estimator_lite.training import EvalSpec
+from estimator_lite.training import TrainSpec
+from estimator_lite.training import train_and_evaluate
+from estimator_lite.warm_starting import VocabInfo
+from estimator_lite.warm_starting import WarmStartSettings
+# pylint: enable=unused-import
 
-# tf.compat.v1.estimator's names that estimator_lite provides, and where.
-_TOP_LEVEL = (
+_PROVIDED = (
     "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "Estimator",
     "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter",
     "FinalOpsHook", "GlobalStepWaiterHook", "LatestExporter", "LoggingTensorHook",
@@ -27,14 +62,12 @@ _TOP_LEVEL = (
     "RunConfig", "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext",
     "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
     "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings",
-    "train_and_evaluate",
+    "train_and_evaluate", "export", "experimental", "inputs",
 )
-_SUBMODULES = ("export", "experimental", "inputs")
 
 # tf.compat.v1.estimator's other names: canned estimators, heads and TPU
 # support, which are not part of estimator_lite's core. Asking for one of them
-# says so instead of a bare AttributeError (unless the top-level package has
-# gained it, in which case it is returned).
+# says so instead of a bare AttributeError.
 _NOT_PROVIDED = dict.fromkeys(
     ("BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead",
      "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier",
@@ -47,17 +80,12 @@ _NOT_PROVIDED = dict.fromkeys(
      "Write a model_fn for estimator_lite.Estimator instead."))
 
 
-__all__ = sorted(_TOP_LEVEL + _SUBMODULES + ("estimator",))
+__all__ = sorted(_PROVIDED + ("estimator",))
 
 
 def __getattr__(name: str) -> Any:
   if name == "estimator":
     return sys.modules[__name__]
-  top = importlib.import_module("estimator_lite")
-  if name in _SUBMODULES:
-    return importlib.import_module("estimator_lite." + name)
-  if name in _TOP_LEVEL or (name in _NOT_PROVIDED and hasattr(top, name)):
-    return getattr(top, name)
   raise not_provided_error(__name__, name, _NOT_PROVIDED)
 
 

@@ -26,9 +26,9 @@ separate evaluator waiting forever):
 """
 from __future__ import annotations
 
-import operator
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+import attrs
 import tensorflow as tf
 
 from estimator_lite._cluster import stop_marker
@@ -104,9 +104,9 @@ def stop_if_higher_hook(estimator: Estimator, metric_name: str, threshold: float
   Returns:
     A `SessionRunHook`.
   """
-  return _stop_if_threshold_crossed_hook(estimator, metric_name, threshold, True,
-                                         eval_dir, min_steps, run_every_secs,
-                                         run_every_steps)
+  return _stop_if_threshold_crossed_hook(_MetricWatch(
+      estimator, metric_name, True, eval_dir, min_steps, run_every_secs, run_every_steps),
+      threshold)
 
 
 def stop_if_lower_hook(estimator: Estimator, metric_name: str, threshold: float,
@@ -121,9 +121,9 @@ def stop_if_lower_hook(estimator: Estimator, metric_name: str, threshold: float,
   Returns:
     A `SessionRunHook`.
   """
-  return _stop_if_threshold_crossed_hook(estimator, metric_name, threshold, False,
-                                         eval_dir, min_steps, run_every_secs,
-                                         run_every_steps)
+  return _stop_if_threshold_crossed_hook(_MetricWatch(
+      estimator, metric_name, False, eval_dir, min_steps, run_every_secs, run_every_steps),
+      threshold)
 
 
 def stop_if_no_increase_hook(estimator: Estimator, metric_name: str,
@@ -141,9 +141,9 @@ def stop_if_no_increase_hook(estimator: Estimator, metric_name: str,
   Returns:
     A `SessionRunHook`.
   """
-  return _stop_if_no_metric_improvement_hook(
-      estimator, metric_name, max_steps_without_increase, True, eval_dir, min_steps,
-      run_every_secs, run_every_steps)
+  return _stop_if_no_metric_improvement_hook(_MetricWatch(
+      estimator, metric_name, True, eval_dir, min_steps, run_every_secs, run_every_steps),
+      max_steps_without_increase)
 
 
 def stop_if_no_decrease_hook(estimator: Estimator, metric_name: str,
@@ -168,9 +168,9 @@ def stop_if_no_decrease_hook(estimator: Estimator, metric_name: str,
   Returns:
     A `SessionRunHook`.
   """
-  return _stop_if_no_metric_improvement_hook(
-      estimator, metric_name, max_steps_without_decrease, False, eval_dir, min_steps,
-      run_every_secs, run_every_steps)
+  return _stop_if_no_metric_improvement_hook(_MetricWatch(
+      estimator, metric_name, False, eval_dir, min_steps, run_every_secs, run_every_steps),
+      max_steps_without_decrease)
 
 
 def _metric(metrics: Dict[str, float], metric_name: str, step: int, eval_dir: str) -> float:
@@ -182,64 +182,69 @@ def _metric(metrics: Dict[str, float], metric_name: str, step: int, eval_dir: st
   return metrics[metric_name]
 
 
-def _stop_if_threshold_crossed_hook(estimator: Estimator, metric_name: str, threshold: float,
-                                    higher_is_better: bool, eval_dir: Optional[str],
-                                    min_steps: int, run_every_secs: Optional[float],
-                                    run_every_steps: Optional[int]
+@attrs.frozen
+class _MetricWatch:
+  """What the stop_if_* hooks share: which metric, where, from which step, how often."""
+
+  estimator: Estimator
+  metric_name: str
+  higher_is_better: bool
+  eval_dir: Optional[str]
+  min_steps: int
+  run_every_secs: Optional[float]
+  run_every_steps: Optional[int]
+
+  def values(self) -> Iterator[Tuple[int, float]]:
+    """(global step, metric value) of each evaluation at or past min_steps, by step."""
+    eval_dir = self.eval_dir if self.eval_dir is not None else self.estimator.eval_dir()
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step >= self.min_steps:
+        yield step, _metric(metrics, self.metric_name, step, eval_dir)
+
+  def is_better(self, value: float, than: float) -> bool:
+    return value > than if self.higher_is_better else value < than
+
+  def hook(self, should_stop_fn: Callable[[], bool]) -> tf.compat.v1.train.SessionRunHook:
+    return make_early_stopping_hook(self.estimator, should_stop_fn,
+                                    run_every_secs=self.run_every_secs,
+                                    run_every_steps=self.run_every_steps)
+
+
+def _stop_if_threshold_crossed_hook(watch: _MetricWatch, threshold: float
                                     ) -> tf.compat.v1.train.SessionRunHook:
-  _check_estimator(estimator)
-  eval_dir = eval_dir if eval_dir is not None else estimator.eval_dir()
-  is_lhs_better = operator.gt if higher_is_better else operator.lt
-  greater_or_lesser = "greater than" if higher_is_better else "less than"
+  _check_estimator(watch.estimator)
 
   def stop_if_threshold_crossed_fn() -> bool:
-    for step, metrics in read_eval_metrics(eval_dir).items():
-      if step < min_steps:
-        continue
-      value = _metric(metrics, metric_name, step, eval_dir)
-      if is_lhs_better(value, threshold):
+    for step, value in watch.values():
+      if watch.is_better(value, threshold):
         _logging.info('At step %s, metric "%s" has value %s which is %s the configured '
-                      "threshold (%s) for early stopping.", step, metric_name, value,
-                      greater_or_lesser, threshold)
+                      "threshold (%s) for early stopping.", step, watch.metric_name, value,
+                      "greater than" if watch.higher_is_better else "less than", threshold)
         return True
     return False
 
-  return make_early_stopping_hook(estimator, stop_if_threshold_crossed_fn,
-                                  run_every_secs=run_every_secs,
-                                  run_every_steps=run_every_steps)
+  return watch.hook(stop_if_threshold_crossed_fn)
 
 
-def _stop_if_no_metric_improvement_hook(estimator: Estimator, metric_name: str,
-                                        max_steps_without_improvement: int,
-                                        higher_is_better: bool, eval_dir: Optional[str],
-                                        min_steps: int, run_every_secs: Optional[float],
-                                        run_every_steps: Optional[int]
+def _stop_if_no_metric_improvement_hook(watch: _MetricWatch, max_steps_without_improvement: int
                                         ) -> tf.compat.v1.train.SessionRunHook:
-  _check_estimator(estimator)
-  eval_dir = eval_dir if eval_dir is not None else estimator.eval_dir()
-  is_lhs_better = operator.gt if higher_is_better else operator.lt
-  increase_or_decrease = "increase" if higher_is_better else "decrease"
+  _check_estimator(watch.estimator)
 
   def stop_if_no_metric_improvement_fn() -> bool:
     best_value: Optional[float] = None
     best_step = 0
-    for step, metrics in read_eval_metrics(eval_dir).items():
-      if step < min_steps:
-        continue
-      value = _metric(metrics, metric_name, step, eval_dir)
-      if best_value is None or is_lhs_better(value, best_value):
+    for step, value in watch.values():
+      if best_value is None or watch.is_better(value, best_value):
         best_value, best_step = value, step
       if step - best_step >= max_steps_without_improvement:
         _logging.info('No %s in metric "%s" for %s steps, which is greater than or equal '
                       "to max steps (%s) configured for early stopping.",
-                      increase_or_decrease, metric_name, step - best_step,
-                      max_steps_without_improvement)
+                      "increase" if watch.higher_is_better else "decrease",
+                      watch.metric_name, step - best_step, max_steps_without_improvement)
         return True
     return False
 
-  return make_early_stopping_hook(estimator, stop_if_no_metric_improvement_fn,
-                                  run_every_secs=run_every_secs,
-                                  run_every_steps=run_every_steps)
+  return watch.hook(stop_if_no_metric_improvement_fn)
 
 
 # -- the cluster-wide stop signal ---------------------------------------------------

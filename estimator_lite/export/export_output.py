@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from estimator_lite._graph import metrics as _metrics
+from estimator_lite._util import metrics as _metrics
 
 _sig_utils = tf.compat.v1.saved_model.signature_def_utils
 # TensorFlow 2.21 no longer exports this constant; the value is what

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import json
 import os
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -19,10 +19,7 @@ from estimator_lite._util import events
 from estimator_lite._util import fn_args as _fn_args
 from estimator_lite._util.validation import GLOBAL_STEP_KEY
 from estimator_lite._util.validation import LOSS_KEY
-from estimator_lite.export import _export_dirs
-
-if TYPE_CHECKING:
-  from estimator_lite.estimator import Estimator
+from estimator_lite._util import export_dirs
 
 _logging = tf.compat.v1.logging
 # BestExporter's memory of the best exported eval result. A dot file: TensorFlow
@@ -39,7 +36,7 @@ class Exporter(abc.ABC):
     """Directory name under model_dir/export/ where this exporter writes; non-empty."""
 
   @abc.abstractmethod
-  def export(self, estimator: Estimator, export_path: str, checkpoint_path: Optional[str],
+  def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
              ) -> Optional[str]:
     """Exports the given `Estimator` to a specific format.
@@ -94,7 +91,10 @@ def _check_assets_extra(assets_extra: Optional[Dict[str, str]]) -> Optional[Dict
 
 
 class _SavedModelExporter(Exporter):
-  """Exports the serving graph and checkpoint on every call; the others build on it."""
+  """What the exporters share: a name, the serving input, and a SavedModel export.
+
+  Subclasses decide when to export (`export`) and what to keep.
+  """
 
   def __init__(self, name: str, serving_input_receiver_fn: Optional[Callable[[], Any]],
                assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False) -> None:
@@ -107,17 +107,15 @@ class _SavedModelExporter(Exporter):
   def name(self) -> str:
     return self._name
 
-  def export(self, estimator: Estimator, export_path: str, checkpoint_path: Optional[str],
-             eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
-             ) -> Optional[str]:
-    del eval_result, is_the_final_export
+  def _export_saved_model(self, estimator: Any, export_path: str,
+                          checkpoint_path: Optional[str]) -> str:
     return estimator.export_saved_model(
         export_path, self._serving_input_receiver_fn,
         assets_extra=self._assets_extra, as_text=self._as_text,
         checkpoint_path=checkpoint_path)
 
 
-class LatestExporter(Exporter):
+class LatestExporter(_SavedModelExporter):
   """Exports the model after every evaluation and keeps the newest few exports.
 
   Args:
@@ -138,24 +136,19 @@ class LatestExporter(Exporter):
   def __init__(self, name: str, serving_input_receiver_fn: Callable[[], Any],
                assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
                exports_to_keep: Optional[int] = 5) -> None:
-    self._saved_model_exporter = _SavedModelExporter(
-        name, serving_input_receiver_fn, assets_extra, as_text)
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
     self._exports_to_keep = _check_exports_to_keep(exports_to_keep)
 
-  @property
-  def name(self) -> str:
-    return self._saved_model_exporter.name
-
-  def export(self, estimator: Estimator, export_path: str, checkpoint_path: Optional[str],
+  def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
              ) -> Optional[str]:
-    export_result = self._saved_model_exporter.export(
-        estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
-    _export_dirs.garbage_collect(export_path, self._exports_to_keep)
+    del eval_result, is_the_final_export
+    export_result = self._export_saved_model(estimator, export_path, checkpoint_path)
+    export_dirs.garbage_collect(export_path, self._exports_to_keep)
     return export_result
 
 
-class FinalExporter(Exporter):
+class FinalExporter(_SavedModelExporter):
   """Exports the model once, at the end of training.
 
   Args:
@@ -171,21 +164,16 @@ class FinalExporter(Exporter):
 
   def __init__(self, name: str, serving_input_receiver_fn: Callable[[], Any],
                assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False) -> None:
-    self._saved_model_exporter = _SavedModelExporter(
-        name, serving_input_receiver_fn, assets_extra, as_text)
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
 
-  @property
-  def name(self) -> str:
-    return self._saved_model_exporter.name
-
-  def export(self, estimator: Estimator, export_path: str, checkpoint_path: Optional[str],
+  def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
              ) -> Optional[str]:
+    del eval_result
     if not is_the_final_export:
       return None
     _logging.info("Performing the final export in the end of training.")
-    return self._saved_model_exporter.export(
-        estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
+    return self._export_saved_model(estimator, export_path, checkpoint_path)
 
 
 def _loss_smaller(best_eval_result: Optional[Dict[str, Any]],
@@ -236,7 +224,7 @@ def _scalars(eval_result: Optional[dict]) -> Dict[str, Any]:
   return scalars
 
 
-class BestExporter(Exporter):
+class BestExporter(_SavedModelExporter):
   """Exports the model whenever its evaluation beats the best exported so far.
 
   The best result survives restarts: after each export it is written to
@@ -274,20 +262,15 @@ class BestExporter(Exporter):
       raise ValueError(
           f"event_file_pattern must be a glob relative to model_dir (e.g. "
           f"'eval/*.tfevents.*') or None; given {event_file_pattern!r}.")
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
     self._compare_fn = compare_fn
-    self._saved_model_exporter = _SavedModelExporter(
-        name, serving_input_receiver_fn, assets_extra, as_text)
     self._event_file_pattern = event_file_pattern
     self._exports_to_keep = _check_exports_to_keep(exports_to_keep)
     # The best result is loaded once per (model_dir, export_path), then cached.
     self._loaded_for: Optional[Tuple[str, str]] = None
     self._best_eval_result: Optional[Dict[str, Any]] = None
 
-  @property
-  def name(self) -> str:
-    return self._saved_model_exporter.name
-
-  def export(self, estimator: Estimator, export_path: str, checkpoint_path: Optional[str],
+  def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
              ) -> Optional[str]:
     export_path = os.fspath(export_path)
@@ -302,11 +285,10 @@ class BestExporter(Exporter):
                     "so far, %s.", _scalars(eval_result), _scalars(self._best_eval_result))
       return None
     _logging.info("Performing best model export.")
-    export_result = self._saved_model_exporter.export(
-        estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
+    export_result = self._export_saved_model(estimator, export_path, checkpoint_path)
     self._best_eval_result = eval_result
     self._save_best(export_path, eval_result, export_result)
-    _export_dirs.garbage_collect(export_path, self._exports_to_keep)
+    export_dirs.garbage_collect(export_path, self._exports_to_keep)
     return export_result
 
   def _load_best(self, model_dir: str, export_path: str,
@@ -320,7 +302,7 @@ class BestExporter(Exporter):
         return best
       except (ValueError, KeyError, TypeError) as e:
         _logging.warning("Ignoring unreadable %s: %s", state_path, e)
-    if not _export_dirs.list_versions(export_path):
+    if not export_dirs.list_versions(export_path):
       # Nothing exported yet: the first candidate is exported, whatever earlier
       # evaluations scored, so that there is a model to serve.
       return None

@@ -1,6 +1,6 @@
-"""Writes an Estimator's serving graph and checkpoint as a TF1 SavedModel.
+"""Estimator.export_saved_model's work: the serving graph and a checkpoint written as a TF1 SavedModel.
 
-What `Estimator.export_saved_model` runs: a fresh graph with the serving
+What it runs: a fresh graph with the serving
 receiver's placeholders, model_fn in PREDICT mode on its features, variables
 restored from the checkpoint by a Saver, and `tf.compat.v1.saved_model.Builder`
 writing the MetaGraph (tag 'serve') with one SignatureDef per export output.
@@ -14,10 +14,10 @@ from typing import Any, Callable, Dict, Optional, Union
 import tensorflow as tf
 
 from estimator_lite._session import checkpoints
+from estimator_lite._session import signatures
 from estimator_lite._session import targets
+from estimator_lite._util import export_dirs
 from estimator_lite._util import quiet
-from estimator_lite.export import _export_dirs
-from estimator_lite.export import _signatures
 from estimator_lite.mode_keys import ModeKeys
 
 _logging = tf.compat.v1.logging
@@ -68,7 +68,7 @@ def _add_meta_graph(builder: Any, model_fn: Callable[..., Any], config: Any,
     spec = model_fn(receiver.features, None, ModeKeys.PREDICT, config)
     # EstimatorSpec fills in serving_default (all predictions) when the
     # model_fn gave no export_outputs.
-    signature_def_map = _signatures.build_signature_defs(
+    signature_def_map = signatures.build_signature_defs(
         receiver.receiver_tensors, spec.export_outputs,
         getattr(receiver, "receiver_tensors_alternatives", None))
     scaffold = spec.scaffold
@@ -157,7 +157,7 @@ def export_saved_model(model_fn: Callable[..., Any], config: Any,
                                                      warm_start)
   export_dir_base = os.fspath(export_dir_base)
 
-  final_dir, temp_dir = _export_dirs.reserve_export_dir(export_dir_base)
+  final_dir, temp_dir = export_dirs.reserve_export_dir(export_dir_base)
   start = time.time()
   try:
     with quiet.quiet_deprecations():
@@ -166,7 +166,7 @@ def export_saved_model(model_fn: Callable[..., Any], config: Any,
                       checkpoint_path, strip_default_attrs)
       builder.save(as_text)
     _copy_assets_extra(temp_dir, assets_extra)
-    _export_dirs.publish(temp_dir, final_dir)
+    export_dirs.publish(temp_dir, final_dir)
   except BaseException:
     # Leave nothing half-written behind (Serving ignores temp-* names, but
     # people and garbage collection would not).
