@@ -2,20 +2,15 @@
 
     python benchmarks/run.py ab-fixes [--rounds 5] [--model linear] [--steps 6000]
 
-estimator_lite trains (workload.py train, undo=...) with each combination of
-its fixes undone in that process, plus the bare loop for scale: every variant
-once a round, a fresh process each, rounds interleaved so that load from
-elsewhere hits all alike. The fixes, and their "before":
-  fast_session  FastSession.run calls Session.run as TensorFlow's
-                MonitoredSession does (RunOptions/RunMetadata every step, no
-                compiled callables);
-  step_read     the hooks' shared global-step read is TensorFlow's default
-                one (a tf.cond on is_variable_initialized).
-A monkeypatch that silently misses (the function moved, the fix is gone)
-would measure "after" twice. So undo() checks that each replacement is in
-place and differs from what it replaced, and check() verifies after training
-what ran: the shared read has a tf.cond exactly when step_read is undone,
-and FastSession's callable cache stayed empty exactly when fast_session is.
+estimator_lite trains (workload.run(undo=...)) with combinations of its fixes
+undone in that fresh process, and the bare loop for scale, rounds interleaved.
+The fixes' "before": fast_session, FastSession.run calls Session.run as
+MonitoredSession does (RunOptions/RunMetadata every step, no compiled
+callables); step_read, the hooks' shared step read is TensorFlow's (a tf.cond).
+A monkeypatch that silently misses would measure "after" twice: undo() checks
+that each replacement is in place and differs from what it replaced, check()
+that the run used a tf.cond read exactly when step_read is undone, and filled
+FastSession's callable cache exactly when fast_session is not.
 """
 import statistics
 

@@ -18,10 +18,8 @@ def cached_callables(session):
 
 
 def step_read_factory():
-  """(module, name) of the function making the hooks' shared global-step read.
-
-  Estimator.train looks it up on the module at each call: ab_fixes replaces it there.
-  """
+  """(module, name) of the function making the hooks' shared global-step read (Estimator.train
+  looks it up on the module at each call: ab_fixes replaces it there)."""
   from estimator_lite import _fast_session  # pylint: disable=g-import-not-at-top
   return _fast_session, "create_global_step_read"
 
@@ -42,9 +40,3 @@ def checkpoint_saver_hook_class():
   """SafeCheckpointSaverHook: the chief's checkpoint saver in Estimator.train."""
   from estimator_lite._checkpointing import SafeCheckpointSaverHook  # pylint: disable=g-import-not-at-top
   return SafeCheckpointSaverHook
-
-
-def build_training_loop():
-  """build_training_loop: RunConfig(steps_per_loop=K)'s in-graph loop."""
-  from estimator_lite._train_loop import build_training_loop as build  # pylint: disable=g-import-not-at-top
-  return build

@@ -1,12 +1,9 @@
 """The three benchmark models as plain tf.compat.v1 graph code, shared by every system.
 
-The same functions build the graph for tf.estimator 2.15 (in the reference
-venv), estimator_lite, the bare Session.run loop and the in-graph loop: the
-systems differ only in what runs the graph. Nothing here imports an estimator
-package: make_model_fn(model, api) wraps a model for tf.estimator or
-estimator_lite. Data is generated in the input pipeline from fixed seeds
-(stateless random ops) and cached after the first pass: no array is embedded
-in the graph, and the steady-state input cost is the same small one everywhere.
+The systems differ only in what runs the graph (make_model_fn(model, api)
+wraps a model for tf.estimator or estimator_lite). Data is generated in the
+input pipeline from fixed seeds and cached after the first pass: no array is
+embedded in the graph, and the steady-state input cost is small everywhere.
 
 * linear: linear regression, 10 features, batch 32, SGD.
 * mlp: 784-512-512-10 classifier, batch 256, Adam.
@@ -136,44 +133,28 @@ def _create_outside_loop(next_creator, **kwargs):
     return next_creator(**kwargs)
 
 
-TrainingGraph = collections.namedtuple("TrainingGraph", "graph iterator op init loop_size")
-
-
-def training_graph(model, steps_per_loop=1, carry=(), fed_size=False, device_fn=None,
-                   build_loop=None):
-  """The graph of the bare loops (placed by `device_fn`), and of costs.py's loops.
+def training_graph(model, steps_per_loop=1, device_fn=None):
+  """The bare loops' graph (placed by `device_fn`): (graph, iterator, op, init).
 
   A global step, the model's dataset through an initializable iterator, and
   `op`: one training step, or a tf.while_loop of steps_per_loop steps a run.
-  The loop carries its counter, plus the last step's "loss" and the global
-  "step" when named in `carry`; with `fed_size`, its size is the placeholder
-  `loop_size`. build_loop(model, next_batch, steps_per_loop) builds it instead.
   """
-  graph, loop_size = tf.Graph(), None
+  graph = tf.Graph()
   with graph.as_default(), graph.device(device_fn):
     _v1.set_random_seed(1)
-    global_step = _v1.train.get_or_create_global_step()
+    _v1.train.get_or_create_global_step()
     iterator = _v1.data.make_initializable_iterator(dataset(model))
-    if build_loop:
-      op = build_loop(model, iterator.get_next, steps_per_loop)
-    elif steps_per_loop == 1:
+    if steps_per_loop == 1:
       op = model.build(*iterator.get_next(), True).train_op
     else:
-      def body(i, *carried):
-        del carried
+      def body(i):
         with tf.variable_creator_scope(_create_outside_loop):
-          built = model.build(*iterator.get_next(), True)
-        with tf.control_dependencies([built.train_op]):
-          return [i + 1] + [tf.identity(built.loss if name == "loss" else
-                                        global_step.read_value()) for name in carry]
-      initial = [tf.constant(0)] + [tf.constant(0.0) if name == "loss" else
-                                    global_step.read_value() for name in carry]
-      size = steps_per_loop
-      if fed_size:
-        size = loop_size = _v1.placeholder_with_default(tf.constant(steps_per_loop), [])
-      op = _v1.while_loop(lambda i, *carried: i < size, body, initial, parallel_iterations=1)
-    init = _v1.global_variables_initializer()
-  return TrainingGraph(graph, iterator, op, init, loop_size)
+          train_op = model.build(*iterator.get_next(), True).train_op
+        with tf.control_dependencies([train_op]):
+          return i + 1
+      op = _v1.while_loop(lambda i: i < steps_per_loop, body, [tf.constant(0)],
+                          parallel_iterations=1)
+    return graph, iterator, op, _v1.global_variables_initializer()
 
 
 def make_input_fn(model):

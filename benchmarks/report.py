@@ -1,8 +1,7 @@
 """Turns run.py's measurements into RESULTS.md, results.json and steps_per_sec.png.
 
-Only the text between RESULTS.md's BEGIN/END GENERATED markers is replaced;
-what is written by hand around it stays. The targets are judged from
-plan.TARGETS, the only place they are written.
+Only RESULTS.md's text between the GENERATED markers is replaced; the targets
+are judged from plan.TARGETS, the only place they are written.
 """
 import json
 import os
@@ -28,6 +27,10 @@ def _stats(values):
                          n=len(values)) or None
 
 
+def _per_model(values):
+  return ", ".join(f"{model} {value}" for model, value in values.items())
+
+
 def _fmt(stats, fmt, scale=1, with_range=True):
   if stats is None:
     return "–"
@@ -49,12 +52,8 @@ def aggregate(data):
 
 
 def targets(data, agg):
-  """[(target, measured, ok or None)]: each of plan.TARGETS on each of its models.
-
-  Steps/s targets from the medians over fresh processes, then from the pairs'
-  rounds; last the times to first step (fresh processes only: a pair's turns
-  start after the first step).
-  """
+  """[(target, measured, ok or None)]: each of plan.TARGETS on each of its models, steps/s
+  from the fresh processes' medians, then from the pairs; last the times to first step."""
   labels, rows = dict(data["systems"]), []
 
   def add(name, value, bound, higher_is_better=True):
@@ -85,21 +84,12 @@ def targets(data, agg):
 def _pairs_md(data, labels):
   # Results saved before the harness dropped its in-one-process pairs have them too.
   kinds = [""] + ["_in_process"] * any(p.get("rounds_in_process") for p in data["pairs"])
-  settings = data["settings"]
-  out = ["### Pairs training in turns (plan.pairs; workload.Turns)", "",
-         "Each round starts the two systems of a pair in two fresh processes that train in "
-         "turns of 100 steps, handing a token over pipes, so that each turn of one lies next "
-         "in time to a turn of the other and the machine's slow spells hit both alike. A "
-         "round's ratio is the median over its turns (the first tenth left out) of A's steps/s "
-         "over B's next to it; rounds alternate which system starts. The pairs without a "
-         "target (plan.UNTARGETED_PAIRS) explain the others: the control pair shows how far "
-         "two identical systems' ratios spread here; on wide_deep, estimator_lite / TF 2.21's "
-         "bare loop and that loop / TF 2.15's split estimator_lite's cost from TensorFlow's. "
-         "Steps per system: " + ", ".join(f"{k} {v}" for k, v in settings["pair_steps"].items())
-         + "; rounds: " + ", ".join(f"{k} {v}" for k, v in settings["pair_rounds"].items())
-         + ".", "", "| model | A / B | target | A steps/s, median | B steps/s, median | A/B "
-         "per round | median A/B |" + " in one process: A/B per round | median A/B |" * (
-             len(kinds) - 1), "|---" * (5 + 2 * len(kinds)) + "|"]
+  out = ["### Pairs training in turns", "", "Two fresh processes a round, in turns of 100 "
+         "steps. Steps per system: " + _per_model(data["settings"]["pair_steps"]) + "; rounds: "
+         + _per_model(data["settings"]["pair_rounds"]) + ".", "", "| model | A / B | target | "
+         "A steps/s, median | B steps/s, median | A/B per round | median A/B |"
+         + " in one process: A/B per round | median A/B |" * (len(kinds) - 1),
+         "|---" * (5 + 2 * len(kinds)) + "|"]
   for pair in data["pairs"]:
     bound, rounds = plan.target_of(pair["model"], pair["a"], pair["b"]), pair["rounds"]
     cells = [f"{statistics.median(statistics.median(r[key]) for r in rounds):.0f}" if rounds
@@ -116,11 +106,7 @@ def _pairs_md(data, labels):
 
 
 def _evaluator_md(data, labels):
-  out = ["### Evaluator latency", "",
-         "Checkpoint written (trainer's CheckpointSaverListener.after_save) → last eval event "
-         "for that step written by the `evaluator` task of train_and_evaluate (EvalSpec(steps="
-         "10, start_delay_secs=0, throttle_secs=1)), linear model, a checkpoint every 200 steps "
-         "and a 2 s pause after each save. Step 0 excluded.", "",
+  out = ["### Evaluator latency", "", "Checkpoint written → its eval events written.", "",
          "| system | latency median [min–max], s | checkpoints |", "|---|---|---|"]
   for result in data["evaluator"]:
     latencies = [l for _, l in result["latencies"]]
@@ -144,13 +130,9 @@ def _distributed_md(data, labels):
   workers = sorted({w for _, w in stats})
   for result in data.get("grpc_floor", []):
     floor.setdefault(result["system"], []).append(result.get("steps_per_sec"))
-  out = ["### Asynchronous ps training (global steps/s)", "",
-         "1 ps + 1 chief + N workers on this machine over gRPC, linear model, "
-         "train_and_evaluate with TF_CONFIG, workers without the staggered start. Workers "
-         "join one at a time, the first once the chief has initialised; with N workers "
-         f"stepping, the chief's global step is read for about {data['settings']['dist_secs']:.0f}"
-         " s (until the next worker is launched, or the end). Median [min–max] of "
-         f"{data['settings']['dist_runs']} cluster run(s).", "",
+  out = ["### Asynchronous ps training (global steps/s)", "", "1 ps + 1 chief + N workers, "
+         f"about {data['settings']['dist_secs']:.0f} s with N workers stepping; median "
+         f"[min–max] of {data['settings']['dist_runs']} cluster run(s).", "",
          ("| system | " + "".join(f"chief + {w} worker{'s' * (w > 1)} | " for w in workers)
           + "bare Session.run over gRPC, no hooks (this TF) |" * bool(floor)).rstrip(),
          "|---" * (len(workers) + 1 + bool(floor)) + "|"]
@@ -158,14 +140,12 @@ def _distributed_md(data, labels):
     out.append((f"| {labels.get(system, system)} | " + "".join(
         f"{_fmt(stats.get((system, w)), '{:.0f}')} | " for w in workers)
                 + f"{_fmt(_stats(floor.get(system, [])), '{:.0f}')} |" * bool(floor)).rstrip())
-  return out + ["", "The last column is each system's TensorFlow floor: one process with an "
-                "in-process ps and worker server, `Session.run(train_op)` in a loop "
-                "(`workload.grpc_floor`)."] * bool(floor) + [""]
+  return out + [""]
 
 
 def markdown(data):
   """The generated part of RESULTS.md."""
-  agg, labels, m, settings = aggregate(data), dict(data["systems"]), data["machine"], data["settings"]
+  agg, labels, m = aggregate(data), dict(data["systems"]), data["machine"]
   load = lambda l: ", ".join(f"{x:.2f}" for x in l) if l else "n/a"  # pylint: disable=unnecessary-lambda-assignment
   out = [BEGIN, "", f"Command: `{data['command']}` (mode {data['mode']}, {data['wall_s']:.0f} s)  ",
          f"Date: {data['date']}  ",
@@ -175,15 +155,8 @@ def markdown(data):
                                             if r["result"]})) + "  ",
          f"Load average (1, 5, 15 min): {load(data['load_before'])} before, "
          f"{load(data['load_after'])} after.", "",
-         f"Each figure: median over {settings['runs']} run(s), each a fresh process, started "
-         "one at a time, the order of the systems rotating from run to run; [min–max] where "
-         "there are several. Training steps per run: "
-         + ", ".join(f"{k} {v}" for k, v in settings["steps"].items()) + ". A run's steps/s "
-         "is the median rate of its 100-step windows after the first tenth of the run (each "
-         "window holds one of the every-100-steps log and summary events; a window slowed by "
-         "another process's burst of work does not move the median); its whole-run mean "
-         "steps/s, from the end of the first tenth to the last step, is the next column. "
-         "Targets use the first.", ""]
+         f"Each figure: median over {data['settings']['runs']} fresh process(es) [min–max]; "
+         f"training steps per run: {_per_model(data['settings']['steps'])}.", ""]
   for model in data["models"]:
     out += [f"### {model}", "", "| system | " + " | ".join(t for _, t, _, _ in _FIGURES) + " |",
             "|---" * (len(_FIGURES) + 1) + "|"]
@@ -197,10 +170,8 @@ def markdown(data):
   out += [f"| {name} | {value} | {'–' if ok is None else 'yes' if ok else '**no**'} |"
           for name, value, ok in targets(data, agg)] + [""]
   out += _pairs_md(data, labels) if data.get("pairs") else []
-  for part, write, title in (("evaluator", _evaluator_md, "Evaluator latency"),
-                             ("distributed", _distributed_md, "Asynchronous ps training")):
-    out += write(data, labels) if data.get(part) else [f"### {title}", "",
-                                                       "Not measured in this mode.", ""]
+  out += _evaluator_md(data, labels) if data.get("evaluator") else []
+  out += _distributed_md(data, labels) if data.get("distributed") else []
   failures = [r for r in data["train"] + data.get("evaluator", []) + data.get("distributed", [])
               if r.get("error")]
   out += (["### Failed runs", ""] + [f"- {r.get('label') or r.get('system')} "
@@ -211,15 +182,12 @@ def markdown(data):
        "model, this run)"),
       ("op_costs", "Op time per step, TF 2.21 against TF 2.15 (`python benchmarks/run.py "
        "op-costs`, wide_deep, bare Session.run, this run)"),
-      ("profile", "cProfile, estimator_lite on the linear model (`python benchmarks/run.py "
-       "profile`, this run)")):
+      ("profile", "cProfile, estimator_lite on the linear model (saved results only: the "
+       "harness no longer profiles)")):
     out += [f"### {title}", "", "```", data[key], "```", ""] if data.get(key) else []
   return "\n".join(out + [END])
 
 
-_SHORT = {"tf_estimator": "tf.estimator\n2.15", "estimator_lite": "estimator\n_lite",
-          "estimator_lite_k100": "estimator\n_lite\nK=100", "bare": "bare\nSession\n.run",
-          "in_graph": "in-graph\nloop\nK=100", "bare_tf215": "bare\nSession\n.run\nTF 2.15"}
 _COLORS = {"tf_estimator": "#9e9e9e", "estimator_lite": "#1f77b4", "estimator_lite_k100": "#aec7e8",
            "bare": "#ff7f0e", "in_graph": "#ffbb78", "bare_tf215": "#d9d9d9"}
 
@@ -230,8 +198,9 @@ def chart(data, path):
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   agg, dist = aggregate(data), distributed_stats(data)
-  panels = [(f"{model}: steps/s", [(_SHORT[key], key, agg.get(model, {}).get(key, {}).get(
-      "steps_per_sec")) for key, _ in data["systems"]]) for model in data["models"]]
+  panels = [(f"{model}: steps/s", [
+      (label.replace(" ", "\n"), key, agg.get(model, {}).get(key, {}).get("steps_per_sec"))
+      for key, label in data["systems"]]) for model in data["models"]]
   if dist:
     panels.append(("async ps: global steps/s\n(chief + N workers)", [
         (f"{'tf.estimator' if system == 'tf_estimator' else 'lite'}\n+{workers} w", system, s)
@@ -264,12 +233,12 @@ def write_all(data, results_dir):
   paths = [os.path.join(results_dir, name) for name in ("results.json", "RESULTS.md")]
   with open(paths[0], "w") as f:
     json.dump(data, f, indent=1)
-  text = "# Benchmarks\n\n`python benchmarks/run.py` (README, \"Benchmarks\").\n\n" + BEGIN + END
+  text = ""
   if os.path.exists(paths[1]):
     with open(paths[1]) as f:
       text = f.read()
   if BEGIN not in text or END not in text:
-    text = text.rstrip() + "\n\n" + BEGIN + END + "\n"
+    text = (text.rstrip() or "# Benchmarks (`python benchmarks/run.py`)") + f"\n\n{BEGIN}{END}\n"
   with open(paths[1], "w") as f:
     f.write(text[:text.index(BEGIN)] + markdown(data) + text[text.index(END) + len(END):])
   try:
@@ -282,11 +251,6 @@ def write_all(data, results_dir):
 
 
 def summary_text(data):
-  """The medians and the targets, for the terminal."""
-  agg = aggregate(data)
-  lines = [f"{'system':25s} " + " ".join(f"{m:>14s}" for m in data["models"])]
-  lines += [f"{label:25s} " + " ".join(
-      f"{_fmt(agg.get(m, {}).get(key, {}).get('steps_per_sec'), '{:.0f}', with_range=False):>14s}"
-      for m in data["models"]) for key, label in data["systems"]]
-  return "\n".join(lines + [f"  {'ok  ' if ok else 'MISS' if ok is False else '--  '} {name}: "
-                            f"{value}" for name, value, ok in targets(data, agg)])
+  """The targets, met or not, for the terminal."""
+  return "\n".join(f"  {'ok  ' if ok else 'MISS' if ok is False else '--  '} {name}: {value}"
+                   for name, value, ok in targets(data, aggregate(data)))

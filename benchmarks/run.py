@@ -4,22 +4,15 @@
                                         # benchmarks/results.json, benchmarks/steps_per_sec.png
     python benchmarks/run.py --quick    # one short run of everything (~4 min), to a temp dir
     python benchmarks/run.py --smoke    # seconds: the harness still works (used by a test)
-    python benchmarks/run.py --report-from benchmarks/results.json   # the report, from saved figures
-    python benchmarks/run.py TOOL [--steps N --rounds N --model M --top N --k K --system S
-                                   --steps-per-loop K]   # one measure on its own:
-        ab-fixes    estimator_lite with its per-step fixes undone, before/after (ab_fixes.py)
-        step-costs  a step's cost layer by layer, each TensorFlow (workload.step_costs)
-        op-costs    a graph's op times per step, each TensorFlow (workload.op_costs)
-        loop-costs  the in-graph loop, before and after its fixes (workload.loop_costs)
-        profile     cProfile of one train() (workload.profile; --system tf_estimator: TF 2.15)
+    python benchmarks/run.py --report-from benchmarks/results.json  # the report, from saved figures
+    python benchmarks/run.py TOOL [--steps N --rounds N --model M --top N]   # one measure:
+      ab-fixes    estimator_lite with its per-step fixes undone, before/after (ab_fixes.py)
+      step-costs  a step's cost layer by layer, each TensorFlow (workload.step_costs)
+      op-costs    a graph's op times per step, each TensorFlow (workload.op_costs)
 
-TF 2.15 runs with the reference venv's python (tests/reference/ref_env.py;
-created when missing, except with --smoke, which then skips it). Every
-measurement is a fresh process (workload.py), one at a time: the
-systems of plan.py on its models, their order rotating from run to run; then
-plan.pairs(), two fresh processes training in turns of 100 steps so that each
-turn of one is next in time to a turn of the other; the evaluator's latency;
-asynchronous ps clusters with the gRPC floor under them; the costs of a step.
+Every measurement is a fresh process (workload.py), one at a time; TF 2.15
+runs with the reference venv's python (tests/reference/ref_env.py; created
+when missing, except with --smoke, which then leaves it out).
 """
 import argparse
 import datetime
@@ -43,9 +36,7 @@ import ab_fixes  # pylint: disable=g-import-not-at-top,wrong-import-position
 import plan  # pylint: disable=g-import-not-at-top,wrong-import-position
 import report  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-TOOLS = ("ab-fixes", "step-costs", "op-costs", "loop-costs", "profile")
-TOOL_OPTIONS = (("steps", int), ("rounds", int), ("model", str), ("top", int), ("k", int),
-                ("system", str), ("steps_per_loop", int))
+TOOL_OPTIONS = {"steps": int, "rounds": int, "model": str, "top": int}
 
 
 def log(message):
@@ -53,15 +44,14 @@ def log(message):
 
 
 def reference_python(create):
-  """The reference venv's python; created when missing if `create`, else None when missing."""
+  """The reference venv's python: created when missing if `create`, else None when missing."""
   spec = importlib.util.spec_from_file_location(
       "ref_env", os.path.join(REPO, "tests", "reference", "ref_env.py"))
   ref_env = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(ref_env)
   if create:
     return ref_env.ensure_ref_python(log=log)
-  python = ref_env.venv_python()  # not probed: that imports TensorFlow, seconds
-  return python if os.path.exists(python) else None
+  return ref_env.venv_python() if os.path.exists(ref_env.venv_python()) else None
 
 
 def child_env(reference):
@@ -77,12 +67,12 @@ def child_env(reference):
   return env
 
 
-def stop(proc, grace=5):
+def stop(proc):
   """Ends a process this harness started (and waits for it)."""
   if proc.poll() is None:
     proc.terminate()
     try:
-      proc.wait(timeout=grace)
+      proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
       proc.kill()
       proc.wait()
@@ -101,10 +91,11 @@ class Runner:
                      for ext in (".json", ".log"))
     cmd = [self.ref_python if reference else self.python, os.path.join(HERE, "workload.py"),
            role, json.dumps(kwargs), out]
+    launch = time.time()
     with open(log_path, "w") as log_file:
-      launch = time.time()
-      return subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO,
-                              env=child_env(reference), pass_fds=pass_fds), out, log_path, launch
+      proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO,
+                              env=child_env(reference), pass_fds=pass_fds)
+    return proc, out, log_path, launch
 
   @staticmethod
   def finish(started, timeout=600):
@@ -121,14 +112,11 @@ class Runner:
     with open(out) as f:
       return json.load(f), None
 
-  def costs(self, measure, reference=False, **kwargs):
-    """workload.py's report `measure` (step_costs, ...), or why it failed."""
-    text, error = self.finish(self.start(measure, kwargs, reference))
-    return text or f"{measure} failed: {error}"
-
-  def costs_on_each_tensorflow(self, measure, **kwargs):
-    return "\n\n".join(self.costs(measure, reference, **kwargs)
-                       for reference in (False, True)[:1 + bool(self.ref_python)])
+  def on_each_tensorflow(self, role, **kwargs):
+    """The texts workload.py's `role` returns with this TensorFlow and TF 2.15, or why not."""
+    outcomes = [self.finish(self.start(role, kwargs, reference))
+                for reference in (False, True)[:1 + bool(self.ref_python)]]
+    return "\n\n".join(text or f"{role} failed: {error}" for text, error in outcomes)
 
 
 def train_kwargs(system, model, steps, **more):
@@ -137,12 +125,9 @@ def train_kwargs(system, model, steps, **more):
 
 
 def run_training(runner, settings, systems, all_at_once=False):
-  """Every (system, model) `runs` times, a fresh process each, one at a time.
-
-  The order of the systems rotates from run to run, so that none is always
-  run right after the same one, or always last. `all_at_once` (--smoke,
-  whose timings mean nothing) starts a run's processes together.
-  """
+  """Every (system, model) `runs` times, a fresh process each, one at a time (`all_at_once`:
+  together, for --smoke, whose timings mean nothing). The order of the systems rotates from
+  run to run, so that none is always right after the same one, or always last."""
   results = []
 
   def collect(system, model, run, started):
@@ -171,10 +156,8 @@ def run_training(runner, settings, systems, all_at_once=False):
 
 
 def run_pair_round(runner, model, steps, a, b, a_first):
-  """One round of a pair: two fresh processes handing a token over two pipes (workload.Turns).
-
-  Returns (A's turn rates, B's turn rates, error text or None).
-  """
+  """One round of a pair, two fresh processes training in turns (workload._Clock), the token
+  over two pipes; returns (A's turn rates, B's turn rates, error text or None)."""
   to_a, to_b = os.pipe(), os.pipe()
   os.write((to_a if a_first else to_b)[1], b"t")
   try:
@@ -197,12 +180,9 @@ def run_pair_round(runner, model, steps, a, b, a_first):
 
 
 def run_pairs(runner, settings, systems):
-  """plan.pairs(model) for each model (those whose systems are here), pair_rounds rounds each.
-
-  Rounds alternate which system starts. Returns [{model, steps, a, b,
-  target, rounds: [{a_first, rates_a, rates_b, ratio (median over the
-  round's turns of A's rate / B's next to it)}], median_ratio, error}].
-  """
+  """plan.pairs(model) for each model, pair_rounds rounds each, alternating which side starts:
+  [{model, steps, a, b, target, rounds: [{a_first, rates_a, rates_b, ratio (median over the
+  round's turns of A's rate / B's next to it)}], median_ratio, error}]."""
   by_key, results = {system.key: system for system in systems}, []
   for model in settings["models"]:
     for key_a, key_b, target in plan.pairs(model):
@@ -230,7 +210,7 @@ def run_pairs(runner, settings, systems):
 
 
 def run_evaluator_latency(runner, system, checkpoints):
-  """Trainer + evaluator task on one model_dir; latency = eval events written - checkpoint written."""
+  """A trainer and an evaluator task on one model_dir: eval events written - checkpoint written."""
   common = dict(system=system.kind, max_steps=200 * checkpoints, save_every=200,
                 model_dir=tempfile.mkdtemp(prefix="eval_", dir=runner.work_dir))
   evaluator = runner.start("evaluator", common, system.reference, f"evaluator_{system.kind}")
@@ -254,33 +234,29 @@ def _free_port():
     return s.getsockname()[1]
 
 
-def _wait_for(path, procs, timeout=180):
-  """Waits until `path` exists (False if a process ended or time ran out first)."""
-  wait_until = time.time() + timeout
-  while not os.path.exists(path):
-    if time.time() > wait_until or any(p[0].poll() is not None for p in procs):
-      return False
-    time.sleep(0.1)
-  return True
-
-
 def run_cluster(runner, system, max_workers, measure_secs):
   """A ps and a chief, then workers added one at a time: global steps/s with 1..N workers.
 
-  With k workers stepping, the chief's global step is read for
-  `measure_secs`; then worker k+1 is started (the phase ends at its launch,
-  before its start-up takes CPU from the others). One result per worker count.
-  """
+  With k workers stepping, the chief's global step is read for `measure_secs`; then worker
+  k+1 starts (the phase ends at its launch, before its start-up takes CPU)."""
   cluster = {job: [f"localhost:{_free_port()}" for _ in range(n)]
              for job, n in (("ps", 1), ("chief", 1), ("worker", max_workers))}
   model_dir = tempfile.mkdtemp(prefix=f"dist_{system.kind}_", dir=runner.work_dir)
-  deadline_file = model_dir + "_deadline"
+  stop_file = model_dir + "_stop"
 
   def start(task_type, index):
     return runner.start("cluster", dict(
-        system=system.kind, model_dir=model_dir, deadline_file=deadline_file,
+        system=system.kind, model_dir=model_dir, stop_file=stop_file,
         tf_config={"cluster": cluster, "task": {"type": task_type, "index": index}}),
                         system.reference, f"{task_type}{index}_{system.kind}")
+
+  def wait_for(path):  # False if a process ended, or 3 minutes passed, first
+    give_up = time.time() + 180
+    while not os.path.exists(path):
+      if time.time() > give_up or any(p[0].poll() is not None for p in procs):
+        return False
+      time.sleep(0.1)
+    return True
 
   def failed(message, results=()):
     return list(results) + [dict(system=system.kind, workers=w, error=message)
@@ -290,21 +266,20 @@ def run_cluster(runner, system, max_workers, measure_secs):
   try:
     # Workers start once the chief has initialised the variables (its first
     # checkpoint): tf.estimator's worker would otherwise recheck only every 30 s.
-    if not _wait_for(os.path.join(model_dir, "checkpoint"), procs):
+    if not wait_for(os.path.join(model_dir, "checkpoint")):
       stop(procs[1][0])
       return failed("chief wrote no checkpoint: " + str(Runner.finish(procs[1])[1]))
     for index in range(max_workers):
       if index:
         phases[-1] = phases[-1][:2] + (time.time(),)
       procs.append(start("worker", index))
-      marker = f"{deadline_file}.started.worker{index}"
-      if not _wait_for(marker, procs):
+      marker = f"{stop_file}.started.worker{index}"
+      if not wait_for(marker):
         break
       phases.append((index + 1, os.path.getmtime(marker), None))
-      time.sleep(measure_secs if index + 1 < max_workers else 0)
-    with open(deadline_file + ".tmp", "w") as f:  # every trainer stops at this time
-      f.write(repr(time.time() + measure_secs))
-    os.replace(deadline_file + ".tmp", deadline_file)
+      time.sleep(measure_secs)
+    with open(stop_file, "w"):  # every trainer stops
+      pass
     finished = [Runner.finish(proc, timeout=measure_secs + 120) for proc in procs[2:] + procs[1:2]]
   finally:
     for proc in reversed(procs):
@@ -364,75 +339,60 @@ def run_benchmark(runner, systems, settings, parts, smoke):
       data["grpc_floor"].append(dict(system=system.kind, error=error,
                                      steps_per_sec=result and result["steps_per_sec"],
                                      tf_version=result and result["tf_version"]))
-  if settings["profile_steps"] and "profile" in parts:
-    log("cProfile of estimator_lite; step costs and op costs with each TensorFlow")
-    data["profile"] = runner.costs("profile", steps=settings["profile_steps"], top=22)
-    data["step_costs"] = runner.costs_on_each_tensorflow("step_costs",
-                                                         steps=settings["profile_steps"] // 2)
-    data["op_costs"] = runner.costs_on_each_tensorflow("op_costs", model="wide_deep")
+  if settings["cost_steps"] and "costs" in parts:
+    log("step costs and op costs, with each TensorFlow")
+    data["step_costs"] = runner.on_each_tensorflow("step_costs", steps=settings["cost_steps"])
+    data["op_costs"] = runner.on_each_tensorflow("op_costs", model="wide_deep")
   return data
 
 
 def run_tool(tool, options, runner):
-  """One measure on its own (TOOLS), with the tool options given; prints its report."""
-  if tool == "ab-fixes":
-    def train(system, model, steps, undo):
-      result, error = Runner.finish(runner.start("train", dict(
-          system=system, model=model, steps=steps, undo=undo,
-          model_dir=tempfile.mkdtemp(dir=runner.work_dir)), name=f"ab_{system}"))
-      if error:
-        raise SystemExit(f"{system} (undo {undo!r}) failed: {error}")
-      return result
-    print(ab_fixes.measure(train, **options))
-  elif tool in ("step-costs", "op-costs"):
-    print(runner.costs_on_each_tensorflow(tool.replace("-", "_"), **options))
-  else:  # on this venv, unless profiling tf.estimator
-    print(runner.costs(tool.replace("-", "_"), options.get("system") == "tf_estimator",
-                       **options))
+  """One measure on its own, with the tool options given; prints its report."""
+  if tool != "ab-fixes":
+    print(runner.on_each_tensorflow(tool.replace("-", "_"), **options))
+    return
+
+  def train(system, model, steps, undo):
+    result, error = Runner.finish(runner.start("train", dict(
+        system=system, model=model, steps=steps, undo=undo,
+        model_dir=tempfile.mkdtemp(dir=runner.work_dir)), name=f"ab_{system}"))
+    if error:
+      raise SystemExit(f"{system} (undo {undo!r}) failed: {error}")
+    return result
+  print(ab_fixes.measure(train, **options))
 
 
 def _machine():
-  info = dict(nproc=os.cpu_count(), cpu=platform.processor() or "unknown", ram_gib=None,
-              platform=platform.platform(), python=platform.python_version())
-  for path, key, field, parse in (
-      ("/proc/cpuinfo", "model name", "cpu", str.strip),
-      ("/proc/meminfo", "MemTotal", "ram_gib", lambda v: int(v.split()[0]) / 2**20)):
-    try:
-      with open(path) as f:
-        info[field] = parse(next(l for l in f if l.startswith(key)).split(":", 1)[1])
-    except (OSError, StopIteration):
-      pass
-  return info
+  with open("/proc/cpuinfo") as f:
+    cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+  return dict(nproc=os.cpu_count(), cpu=cpu, platform=platform.platform(),
+              ram_gib=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+              python=platform.python_version())
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("tool", nargs="?", choices=TOOLS, help="one measure on its own")
+  parser.add_argument("tool", nargs="?", choices=("ab-fixes", "step-costs", "op-costs"))
   mode = parser.add_mutually_exclusive_group()
   mode.add_argument("--quick", action="store_true", help="one short run of everything")
-  mode.add_argument("--smoke", action="store_true",
-                    help="seconds: linear model only, no cluster/evaluator/profile")
+  mode.add_argument("--smoke", action="store_true", help="seconds: the linear model only, no "
+                    "cluster, evaluator or costs")
   mode.add_argument("--report-from", metavar="RESULTS_JSON", help="write the report again "
                     "from saved results (to --results-dir, default the JSON's directory)")
   parser.add_argument("--runs", type=int, help="runs per (system, model); default 5 (full)")
-  parser.add_argument("--no-ref", action="store_true", help="skip tf.estimator 2.15 and TF 2.15")
-  parser.add_argument("--parts", default="train,pairs,evaluator,distributed,profile",
-                      help="comma-separated subset of train,pairs,evaluator,distributed,profile")
+  parser.add_argument("--no-ref", action="store_true", help="leave out TF 2.15 (tf.estimator)")
+  parser.add_argument("--parts", default="train,pairs,evaluator,distributed,costs",
+                      help="comma-separated subset of train,pairs,evaluator,distributed,costs")
   parser.add_argument("--models", help="comma-separated subset of " + ",".join(plan.MODELS))
-  parser.add_argument("--results-dir", help="where RESULTS.md, results.json and "
-                      "steps_per_sec.png go; default benchmarks/ for a full run of everything "
-                      "(no option narrowing it), else a temporary directory")
-  parser.add_argument("--keep-work-dir", action="store_true",
-                      help="keep the model_dirs and the processes' logs")
-  tool_options = parser.add_argument_group("tool options (default: the measure's own)")
-  for name, kind in TOOL_OPTIONS:
-    tool_options.add_argument("--" + name.replace("_", "-"), type=kind)
+  parser.add_argument("--results-dir", help="where RESULTS.md, results.json and the chart go; "
+                      "default benchmarks/ for a full run of everything, else a temporary one")
+  for name, kind in TOOL_OPTIONS.items():
+    parser.add_argument("--" + name.replace("_", "-"), type=kind, help="a TOOL's option")
   args = parser.parse_args(argv)
-  options = {name: getattr(args, name) for name, _ in TOOL_OPTIONS
-             if getattr(args, name) is not None}
+  options = {name: getattr(args, name) for name in TOOL_OPTIONS if getattr(args, name) is not None}
   if options and not args.tool:
-    parser.error(f"{', '.join(options)}: options of the tools only")
+    parser.error(f"{', '.join(options)}: options of a TOOL")
   if args.report_from:
     with open(args.report_from) as f:
       data = json.load(f)
@@ -441,20 +401,18 @@ def main(argv=None):
     return 0
   mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
   settings = dict(plan.PROFILES[mode_name], runs=args.runs or plan.PROFILES[mode_name]["runs"])
-  if args.models:
-    settings["models"] = tuple(m for m in plan.MODELS if m in args.models.split(","))
+  settings["models"] = tuple(m for m in settings["models"] if m in (args.models or m).split(","))
   narrowed = args.runs or args.models or args.no_ref or args.parts != parser.get_default("parts")
   results_dir = args.results_dir or (HERE if mode_name == "full" and not narrowed else
                                      tempfile.mkdtemp(prefix="estimator_lite_bench_"))
   ref_python = None
-  if not args.no_ref:
-    try:
-      ref_python = reference_python(create=not args.smoke)
-    except Exception as e:  # pylint: disable=broad-except
-      log(f"tf.estimator 2.15 skipped: the reference venv is unusable: {e}")
-    if ref_python is None:
-      log("tf.estimator 2.15 skipped: no reference venv (python tests/reference/ref_env.py "
-          "creates it)")
+  try:
+    ref_python = None if args.no_ref else reference_python(create=not args.smoke)
+  except Exception as e:  # pylint: disable=broad-except
+    log(f"the reference venv is unusable: {e}")
+  if ref_python is None:
+    log("tf.estimator 2.15 and TF 2.15 left out (python tests/reference/ref_env.py creates "
+        "the reference venv)")
   systems = [s for s in plan.SYSTEMS if ref_python or not s.reference]
   runner = Runner(sys.executable, ref_python, tempfile.mkdtemp(prefix="estimator_lite_bench_work_"))
   started, load_before = time.time(), os.getloadavg()
@@ -467,9 +425,8 @@ def main(argv=None):
                                   *(sys.argv[1:] if argv is None else argv)]),
                 date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
     data.update(run_benchmark(runner, systems, settings, set(args.parts.split(",")), args.smoke))
-  finally:
-    if not args.keep_work_dir:
-      shutil.rmtree(runner.work_dir, ignore_errors=True)
+  finally:  # the model_dirs and the logs (a failure's error shows its log's tail)
+    shutil.rmtree(runner.work_dir, ignore_errors=True)
   data.update(load_after=os.getloadavg(), wall_s=time.time() - started)
   os.makedirs(results_dir, exist_ok=True)
   paths = report.write_all(data, results_dir)
