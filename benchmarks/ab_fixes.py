@@ -18,8 +18,7 @@ import lite_internals
 
 FIXES = ("fast_session", "step_read")
 VARIANTS = (  # (label, system, fixes undone; None: not estimator_lite, nothing to check)
-    ("before: TensorFlow's MonitoredSession path, tf.cond step read", "estimator_lite",
-     "fast_session,step_read"),
+    ("before: TensorFlow's path, tf.cond step read", "estimator_lite", "fast_session,step_read"),
     ("FastSession only", "estimator_lite", "step_read"),
     ("plain step read only", "estimator_lite", "fast_session"),
     ("after: both (estimator_lite as shipped)", "estimator_lite", ""),

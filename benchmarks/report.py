@@ -198,8 +198,9 @@ def chart(data, path):
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   agg, dist = aggregate(data), distributed_stats(data)
-  panels = [(f"{model}: steps/s", [
-      (label.replace(" ", "\n"), key, agg.get(model, {}).get(key, {}).get("steps_per_sec"))
+  panels = [(f"{model}: steps/s", [  # labels broken into lines to fit under their bars
+      (label.replace(" ", "\n").replace("_", "\n_"), key,
+       agg.get(model, {}).get(key, {}).get("steps_per_sec"))
       for key, label in data["systems"]]) for model in data["models"]]
   if dist:
     panels.append(("async ps: global steps/s\n(chief + N workers)", [
