@@ -1,74 +1,99 @@
-"""Before/after numbers for estimator_lite's per-step fixes (benchmarks/RESULTS.md, "Fixes").
+"""Before/after figures for estimator_lite's per-step fixes, checked to measure what they claim.
 
-    python benchmarks/ab_fixes.py [--rounds 5] [--model linear] [--steps 6000]
+    python benchmarks/run.py ab-fixes [--rounds 5] [--model linear] [--steps 6000]
 
-Runs estimator_lite's training workload (workloads/train.py) with each
-combination of the fixes undone (workloads/undo_fixes.py), plus the bare
-Session.run loop for scale: every variant once per round, in a fresh process,
-rounds interleaved so that load from elsewhere hits all variants alike.
-Prints a markdown table of medians [min–max].
+estimator_lite trains (workload.run(undo=...)) with combinations of its fixes
+undone in that fresh process, and the bare loop for scale, rounds interleaved.
+The fixes' "before": fast_session, FastSession.run calls Session.run as
+MonitoredSession does (RunOptions/RunMetadata every step, no compiled
+callables); step_read, the hooks' shared step read is TensorFlow's (a tf.cond).
+A monkeypatch that silently misses would measure "after" twice: undo() checks
+that each replacement is in place and differs from what it replaced, check()
+that the run used a tf.cond read exactly when step_read is undone, and filled
+FastSession's callable cache exactly when fast_session is not.
 """
-import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "workloads"))
+import lite_internals
 
-import undo_fixes  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-VARIANTS = (  # (label, system, fixes undone)
-    ("before: TensorFlow's MonitoredSession path, tf.cond step read", "estimator_lite",
-     "fast_session,step_read"),
+FIXES = ("fast_session", "step_read")
+VARIANTS = (  # (label, system, fixes undone; None: not estimator_lite, nothing to check)
+    ("before: TensorFlow's path, tf.cond step read", "estimator_lite", "fast_session,step_read"),
     ("FastSession only", "estimator_lite", "step_read"),
     ("plain step read only", "estimator_lite", "fast_session"),
     ("after: both (estimator_lite as shipped)", "estimator_lite", ""),
-    ("bare Session.run loop (for scale)", "bare", ""),
-)
+    ("bare Session.run loop (for scale)", "bare", None))
 
 
-def run_once(system, model, steps, undo):
-  env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE), TF_CPP_MIN_LOG_LEVEL="2")
-  env[undo_fixes.ENV_VAR] = undo
-  with tempfile.TemporaryDirectory() as tmp:
-    out = os.path.join(tmp, "result.json")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "workloads", "train.py"),
-                           "--system", system, "--model", model, "--steps", str(steps),
-                           "--model-dir", os.path.join(tmp, "model"), "--out", out],
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-      raise RuntimeError(f"{system} (undo {undo!r}) failed:\n{proc.stderr[-3000:]}")
-    with open(out) as f:
-      return json.load(f)
+def _names(undo):
+  names = [name for name in undo.split(",") if name]
+  if set(names) - set(FIXES):
+    raise ValueError(f"undo {undo!r}: unknown {sorted(set(names) - set(FIXES))}; known {FIXES}")
+  return names
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--rounds", type=int, default=5)
-  parser.add_argument("--model", default="linear")
-  parser.add_argument("--steps", type=int, default=6000)
-  args = parser.parse_args()
+def _replace(owner, name, replacement):
+  if getattr(owner, name) is replacement:
+    raise AssertionError(f"{owner.__name__}.{name} already is the code from before the fix: "
+                         "undoing it would measure the same code twice")
+  setattr(owner, name, replacement)
+  if getattr(owner, name) is not replacement:
+    raise AssertionError(f"{owner.__name__}.{name} could not be replaced")
+
+
+def undo(undo_list):
+  """Puts back, in this process, the code from before the named fixes (comma-separated)."""
+  names = _names(undo_list)
+  if "fast_session" in names:
+    def plain_run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+      return self.wrapped_session.run(fetches, feed_dict=feed_dict, options=options,
+                                      run_metadata=run_metadata)
+    _replace(lite_internals.fast_session_class(), "run", plain_run)
+  if "step_read" in names:
+    from tensorflow.python.training import training_util  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+    _replace(*lite_internals.step_read_factory(), training_util._get_or_create_global_step_read)  # pylint: disable=protected-access
+
+
+def has_cond(tensor):
+  """Whether `tensor` is computed through a tf.cond (v2: If; v1: Switch/Merge)."""
+  stack, seen = [tensor.op], set()
+  while stack and len(seen) < 100:
+    op = stack.pop()
+    if op.type in ("If", "StatelessIf", "Switch", "Merge"):
+      return True
+    if op.name not in seen:
+      seen.add(op.name)
+      stack.extend(i.op for i in op.inputs)
+  return False
+
+
+def check(undo_list, seen):
+  """Raises unless a run (workload.py's `seen` record) ran what `undo_list` says it did."""
+  names = _names(undo_list)
+  expected = {"step_read_has_cond": "step_read" in names,
+              "used_callables": "fast_session" not in names}
+  actual = {"step_read_has_cond": seen.get("step_read_has_cond"),
+            "used_callables": bool(seen.get("cached_callables"))}
+  if seen.get("cached_callables") is None or actual != expected:
+    raise AssertionError(f"undo {undo_list!r} should have run {expected}, but the run saw "
+                         f"{seen}: 'before' would not be the code from before the fixes")
+
+
+def measure(train, rounds=5, model="linear", steps=6000):
+  """A markdown table of VARIANTS; train(system, model, steps, undo) -> workload.py's result."""
   results = {label: [] for label, _, _ in VARIANTS}
-  for round_index in range(args.rounds):
-    for label, system, undo in VARIANTS:
-      result = run_once(system, args.model, args.steps, undo)
+  for index in range(rounds):
+    for label, system, undone in VARIANTS:
+      result = train(system, model, steps, undone)
+      if undone is not None:
+        check(undone, result["seen"])
       results[label].append(result)
-      print(f"round {round_index + 1}: {label}: {result['steps_per_sec']:.0f} steps/s",
-            file=sys.stderr, flush=True)
-  print(f"| {args.model}, {args.steps} steps, {args.rounds} rounds | steps/s median [min–max] "
-        "| µs/step | train() → first step, s |")
-  print("|---|---|---|---|")
-  for label, _, _ in VARIANTS:
-    rates = [r["steps_per_sec"] for r in results[label]]
-    first = statistics.median(r["first_step_s"] for r in results[label])
-    median = statistics.median(rates)
-    print(f"| {label} | {median:.0f} [{min(rates):.0f}–{max(rates):.0f}] | {1e6 / median:.0f} "
-          f"| {first:.2f} |")
-
-
-if __name__ == "__main__":
-  main()
+      print(f"round {index + 1}: {label}: {result['steps_per_sec']:.0f} steps/s", flush=True)
+  lines = [f"| {model}, {steps} steps, {rounds} rounds | steps/s median [min–max] | µs/step "
+           "| train() → first step, s |", "|---|---|---|---|"]
+  for label, runs in results.items():
+    rates = [r["steps_per_sec"] for r in runs]
+    median, first = statistics.median(rates), statistics.median(r["first_step_s"] for r in runs)
+    lines.append(f"| {label} | {median:.0f} [{min(rates):.0f}–{max(rates):.0f}] | "
+                 f"{1e6 / median:.0f} | {first:.2f} |")
+  return "\n".join(lines)

@@ -1,15 +1,9 @@
 """The three benchmark models as plain tf.compat.v1 graph code, shared by every system.
 
-The same functions build the graph for tf.estimator 2.15 (run in the reference
-venv), estimator_lite, the bare `Session.run` loop and the in-graph loop, so the
-systems differ only in what runs the graph. Nothing here imports an estimator
-package: `make_model_fn(model, api)` wraps a model for an API module that has
-`EstimatorSpec`, `ModeKeys` and `export.PredictOutput` (tf.estimator or
-estimator_lite).
-
-Data is generated inside the input pipeline from fixed seeds (stateless random
-ops) and cached after the first pass, so no array is embedded in the graph as
-a constant and the steady-state input cost is the same small one everywhere.
+The systems differ only in what runs the graph (make_model_fn(model, api)
+wraps a model for tf.estimator or estimator_lite). Data is generated in the
+input pipeline from fixed seeds and cached after the first pass: no array is
+embedded in the graph, and the steady-state input cost is small everywhere.
 
 * linear: linear regression, 10 features, batch 32, SGD.
 * mlp: 784-512-512-10 classifier, batch 256, Adam.
@@ -22,20 +16,13 @@ import collections
 import tensorflow as tf
 
 _v1 = tf.compat.v1
-# Distinct batches generated per input pipeline; the pool repeats (cached).
-POOL_BATCHES = 16
+POOL_BATCHES = 16  # distinct batches generated per input pipeline; the pool repeats (cached)
 _SEED = 20240601
 
-Model = collections.namedtuple(
-    "Model", ["name", "batch_size", "make_batch", "build", "serving_features"])
-"""A benchmark model.
-
-  make_batch(i) -> (features dict, labels): batch i of the pool, from seed.
-  build(features, labels, train) -> Built: the graph for one step.
-  serving_features() -> dict of placeholders for export.
-"""
-
-Built = collections.namedtuple("Built", ["loss", "train_op", "predictions", "metrics"])
+Model = collections.namedtuple("Model", "make_batch build serving_features")
+"""make_batch(i) -> (features, labels): batch i of the pool; build(features, labels,
+train) -> Built: one step's graph; serving_features() -> placeholders for export."""
+Built = collections.namedtuple("Built", "loss train_op predictions metrics")
 
 
 def _seed(i, salt):
@@ -51,68 +38,45 @@ def _dense(x, units, name, activation=None):
   return activation(y) if activation else y
 
 
-def _train_op(optimizer, loss, train):
-  if not train:
-    return None
-  return optimizer.minimize(loss, global_step=_v1.train.get_global_step())
-
-
-# -- linear --------------------------------------------------------------------
-_LINEAR_FEATURES = 10
+def _built(predictions, labels, train, loss_fn, metrics_fn, optimizer_fn):
+  """The step's graph from the predictions: loss, metrics and train op (with labels)."""
+  if labels is None:
+    return Built(None, None, predictions, None)
+  loss = loss_fn()
+  metrics = metrics_fn()
+  train_op = train and optimizer_fn().minimize(loss, global_step=_v1.train.get_global_step())
+  return Built(loss, train_op or None, predictions, metrics)
 
 
 def _linear_batch(i):
-  x = tf.random.stateless_normal([32, _LINEAR_FEATURES], _seed(i, 1))
-  true_w = tf.linspace(-1.0, 1.0, _LINEAR_FEATURES)[:, None]
+  x = tf.random.stateless_normal([32, 10], _seed(i, 1))
   noise = 0.1 * tf.random.stateless_normal([32, 1], _seed(i, 2))
-  return {"x": x}, tf.matmul(x, true_w) + 0.5 + noise
+  return {"x": x}, tf.matmul(x, tf.linspace(-1.0, 1.0, 10)[:, None]) + 0.5 + noise
 
 
 def _linear_build(features, labels, train):
   pred = _dense(features["x"], 1, "linear")
-  predictions = {"y": pred}
-  if labels is None:
-    return Built(None, None, predictions, None)
-  loss = tf.reduce_mean(tf.square(pred - labels))
-  metrics = {"mse": _v1.metrics.mean_squared_error(labels, pred)}
-  return Built(loss, _train_op(_v1.train.GradientDescentOptimizer(0.05), loss, train),
-               predictions, metrics)
+  return _built({"y": pred}, labels, train, lambda: tf.reduce_mean(tf.square(pred - labels)),
+                lambda: {"mse": _v1.metrics.mean_squared_error(labels, pred)},
+                lambda: _v1.train.GradientDescentOptimizer(0.05))
 
 
-def _linear_serving():
-  return {"x": _v1.placeholder(tf.float32, [None, _LINEAR_FEATURES], name="x")}
-
-
-# -- mlp -----------------------------------------------------------------------
 def _mlp_batch(i):
-  x = tf.random.stateless_uniform([256, 784], _seed(i, 3))
-  y = tf.random.stateless_uniform([256], _seed(i, 4), maxval=10, dtype=tf.int32)
-  return {"x": x}, y
+  return ({"x": tf.random.stateless_uniform([256, 784], _seed(i, 3))},
+          tf.random.stateless_uniform([256], _seed(i, 4), maxval=10, dtype=tf.int32))
 
 
 def _mlp_build(features, labels, train):
   net = _dense(features["x"], 512, "hidden1", tf.nn.relu)
-  net = _dense(net, 512, "hidden2", tf.nn.relu)
-  logits = _dense(net, 10, "logits")
+  logits = _dense(_dense(net, 512, "hidden2", tf.nn.relu), 10, "logits")
   predictions = {"class": tf.argmax(logits, axis=1), "probabilities": tf.nn.softmax(logits)}
-  if labels is None:
-    return Built(None, None, predictions, None)
-  loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=labels, logits=logits))
-  metrics = {"accuracy": _v1.metrics.accuracy(labels, predictions["class"])}
-  return Built(loss, _train_op(_v1.train.AdamOptimizer(1e-3), loss, train),
-               predictions, metrics)
+  return _built(predictions, labels, train, lambda: tf.reduce_mean(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)),
+                lambda: {"accuracy": _v1.metrics.accuracy(labels, predictions["class"])},
+                lambda: _v1.train.AdamOptimizer(1e-3))
 
 
-def _mlp_serving():
-  return {"x": _v1.placeholder(tf.float32, [None, 784], name="x")}
-
-
-# -- wide & deep ---------------------------------------------------------------
-_BUCKETS = 100_000
-_SLOTS = 8
-_DENSE = 13
-_EMBED_DIM = 16
+_BUCKETS, _SLOTS, _DENSE, _EMBED_DIM = 100_000, 8, 13, 16
 
 
 def _wide_deep_batch(i):
@@ -134,31 +98,26 @@ def _wide_deep_build(features, labels, train):
   wide_table = _v1.get_variable("wide_weights", [_BUCKETS, 1],
                                 initializer=_v1.zeros_initializer())
   deep = tf.reshape(tf.nn.embedding_lookup(deep_table, bucket), [-1, _SLOTS * _EMBED_DIM])
-  net = tf.concat([deep, features["dense"]], axis=1)
-  net = _dense(net, 256, "deep1", tf.nn.relu)
+  net = _dense(tf.concat([deep, features["dense"]], axis=1), 256, "deep1", tf.nn.relu)
   net = _dense(net, 128, "deep2", tf.nn.relu)
   wide = tf.reduce_sum(tf.nn.embedding_lookup(wide_table, bucket), axis=1)
   logits = _dense(net, 1, "deep_logits") + wide + _dense(features["dense"], 1, "wide_dense")
   predictions = {"probability": tf.sigmoid(logits)}
-  if labels is None:
-    return Built(None, None, predictions, None)
-  loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
-  metrics = {"auc_proxy_accuracy": _v1.metrics.accuracy(
-      labels, tf.cast(predictions["probability"] > 0.5, tf.float32))}
-  return Built(loss, _train_op(_v1.train.AdagradOptimizer(0.05), loss, train),
-               predictions, metrics)
-
-
-def _wide_deep_serving():
-  return {"cat": _v1.placeholder(tf.string, [None, _SLOTS], name="cat"),
-          "dense": _v1.placeholder(tf.float32, [None, _DENSE], name="dense")}
+  return _built(predictions, labels, train, lambda: tf.reduce_mean(
+      tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)),
+                lambda: {"auc_proxy_accuracy": _v1.metrics.accuracy(
+                    labels, tf.cast(predictions["probability"] > 0.5, tf.float32))},
+                lambda: _v1.train.AdagradOptimizer(0.05))
 
 
 MODELS = {
-    "linear": Model("linear", 32, _linear_batch, _linear_build, _linear_serving),
-    "mlp": Model("mlp", 256, _mlp_batch, _mlp_build, _mlp_serving),
-    "wide_deep": Model("wide_deep", 512, _wide_deep_batch, _wide_deep_build,
-                       _wide_deep_serving),
+    "linear": Model(_linear_batch, _linear_build, lambda: {
+        "x": _v1.placeholder(tf.float32, [None, 10], name="x")}),
+    "mlp": Model(_mlp_batch, _mlp_build, lambda: {
+        "x": _v1.placeholder(tf.float32, [None, 784], name="x")}),
+    "wide_deep": Model(_wide_deep_batch, _wide_deep_build, lambda: {
+        "cat": _v1.placeholder(tf.string, [None, _SLOTS], name="cat"),
+        "dense": _v1.placeholder(tf.float32, [None, _DENSE], name="dense")}),
 }
 
 
@@ -168,28 +127,39 @@ def dataset(model):
           .prefetch(2))
 
 
-def bare_training_graph(model, device_fn=None):
-  """The training graph the bare loops run: (graph, iterator, train_op, init_op).
+def _create_outside_loop(next_creator, **kwargs):
+  # A while loop's body is a function graph; variables belong in the outer graph.
+  with tf.init_scope():
+    return next_creator(**kwargs)
 
-  A global step, the model's dataset through an initializable iterator, one
-  training step; placed by `device_fn` when given.
+
+def training_graph(model, steps_per_loop=1, device_fn=None):
+  """The bare loops' graph (placed by `device_fn`): (graph, iterator, op, init).
+
+  A global step, the model's dataset through an initializable iterator, and
+  `op`: one training step, or a tf.while_loop of steps_per_loop steps a run.
   """
   graph = tf.Graph()
   with graph.as_default(), graph.device(device_fn):
     _v1.set_random_seed(1)
     _v1.train.get_or_create_global_step()
     iterator = _v1.data.make_initializable_iterator(dataset(model))
-    features, labels = iterator.get_next()
-    train_op = model.build(features, labels, True).train_op
-    init = _v1.global_variables_initializer()
-  return graph, iterator, train_op, init
+    if steps_per_loop == 1:
+      op = model.build(*iterator.get_next(), True).train_op
+    else:
+      def body(i):
+        with tf.variable_creator_scope(_create_outside_loop):
+          train_op = model.build(*iterator.get_next(), True).train_op
+        with tf.control_dependencies([train_op]):
+          return i + 1
+      op = _v1.while_loop(lambda i: i < steps_per_loop, body, [tf.constant(0)],
+                          parallel_iterations=1)
+    return graph, iterator, op, _v1.global_variables_initializer()
 
 
 def make_input_fn(model):
   """An input_fn (no arguments) returning `dataset(model)`."""
-  def input_fn():
-    return dataset(model)
-  return input_fn
+  return lambda: dataset(model)
 
 
 def make_model_fn(model, api):
