@@ -186,6 +186,11 @@ class FastSession(tf_internals.SessionInterface):
     return self._session.sess_str
 
   @property
+  def cached_steps(self) -> int:
+    """How many fetch structures this session has compiled (for tests and benchmarks)."""
+    return len(self._steps)
+
+  @property
   def wrapped_session(self):
     """The `tf.compat.v1.Session` underneath."""
     return self._session
