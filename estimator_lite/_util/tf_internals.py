@@ -7,7 +7,6 @@ moves one breaks this module alone (and tests/util/test_tf_internals.py says
 which). No other module of estimator_lite reads a private name of
 TensorFlow's.
 """
-# pylint: disable=protected-access
 from __future__ import annotations
 
 import contextlib
