@@ -2,6 +2,8 @@
 
 Replace `tf.estimator` with `estimator_lite` (`import estimator_lite as est`).
 """
+from typing import Any
+
 from estimator_lite._util import legacy_keras
 
 # Must run before anything resolves tf.keras / tf.compat.v1.layers.
@@ -37,6 +39,8 @@ from estimator_lite.hooks import StopAtStepHook
 from estimator_lite.hooks import StopAtTimeHook
 from estimator_lite.hooks import SummarySaverHook
 from estimator_lite._session.preemption import Preempted
+from estimator_lite._util.not_provided import CANNED
+from estimator_lite._util.not_provided import not_provided_error
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 from estimator_lite.training import EvalSpec
@@ -46,3 +50,8 @@ from estimator_lite.warm_starting import VocabInfo
 from estimator_lite.warm_starting import WarmStartSettings
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+  # tf.estimator's canned estimators and heads: say what to use instead.
+  raise not_provided_error(__name__, name, CANNED)

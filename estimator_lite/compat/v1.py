@@ -21,7 +21,9 @@ from typing import Any, List
 from estimator_lite import experimental
 from estimator_lite import export
 from estimator_lite import inputs
+from estimator_lite._util.not_provided import CANNED
 from estimator_lite._util.not_provided import not_provided_error
+from estimator_lite._util.not_provided import NotProvided
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.export.exporter import BestExporter
@@ -65,19 +67,13 @@ _PROVIDED = (
     "train_and_evaluate", "export", "experimental", "inputs",
 )
 
-# tf.compat.v1.estimator's other names: canned estimators, heads and TPU
-# support, which are not part of estimator_lite's core. Asking for one of them
-# says so instead of a bare AttributeError.
-_NOT_PROVIDED = dict.fromkeys(
-    ("BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead",
-     "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier",
-     "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor", "DNNRegressor", "Head",
-     "LinearClassifier", "LinearEstimator", "LinearRegressor", "LogisticRegressionHead",
-     "MultiClassHead", "MultiHead", "MultiLabelHead", "PoissonRegressionHead",
-     "RegressionHead", "add_metrics", "classifier_parse_example_spec",
-     "regressor_parse_example_spec", "tpu"),
-    ("tf.compat.v1.estimator", "canned estimators, heads, TPU",
-     "Write a model_fn for estimator_lite.Estimator instead."))
+# tf.compat.v1.estimator's other names: the canned estimators and heads, and
+# TPU support. Asking for one says what to use instead of a bare AttributeError.
+_NOT_PROVIDED: NotProvided = {
+    **CANNED,
+    "tpu": ("tf.compat.v1.estimator", "TPUEstimator and its configs",
+            "Use estimator_lite.Estimator; TPUs are not supported."),
+}
 
 
 __all__ = sorted(_PROVIDED + ("estimator",))

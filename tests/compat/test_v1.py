@@ -82,6 +82,25 @@ def test_top_level_offers_tf_estimator_names():
     assert hasattr(est.experimental, name), name
 
 
+def test_top_level_canned_names_left_out_say_what_to_use_instead():
+  # `est.DNNClassifier(...)` in a tf.estimator program: the error names the
+  # tf.estimator object and what to write instead, not a bare AttributeError.
+  for name in _V1_CANNED:
+    if name == "tpu" or hasattr(est, name):  # provided since: nothing to say
+      continue
+    with pytest.raises(AttributeError) as raised:
+      getattr(est, name)
+    message = str(raised.value)
+    assert f"has no '{name}'" in message and f"tf.estimator.{name}" in message, message
+    assert "not part of estimator_lite" in message, message
+    assert ("model_fn" in message or "make_parse_example_spec" in message), message
+  with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+    est.NoSuchThing  # pylint: disable=pointless-statement
+  # Submodules still import through the package's __getattr__.
+  from estimator_lite import launch  # pylint: disable=import-outside-toplevel
+  assert callable(launch.main)
+
+
 def test_experimental_names_left_out_say_what_to_use_instead():
   for module in (est.experimental, est.compat.v1.experimental,
                  est.compat.v1.estimator.experimental):
