@@ -244,6 +244,34 @@ _KERAS3_PROGRAM = textwrap.dedent("""
     metrics = estimator.evaluate(lambda: input_fn(False))
     preds = list(estimator.predict(lambda: input_fn(False)))
 
+    # A Keras 3 model's variables as var_list of a tf.compat.v1 optimizer.
+    def var_list_model_fn(features, labels, mode, params):
+      model = keras.Sequential([keras.layers.Dense(1, name="out")])
+      loss = tf.reduce_mean(tf.square(model(features["x"]) - labels))
+      var_list = model.trainable_variables
+      if unwrap:
+        var_list = [v.value for v in var_list]
+      train_op = tf.compat.v1.train.GradientDescentOptimizer(params["lr"]).minimize(
+          loss, var_list=var_list, global_step=tf.compat.v1.train.get_global_step())
+      return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    unwrap = False
+    try:
+      est.Estimator(var_list_model_fn, model_dir=sys.argv[1] + "/var_list",
+                    params={"lr": 0.01}).train(input_fn, steps=1)
+      var_list_error = None
+    except TypeError as error:
+      var_list_error = str(error)
+    unwrap = True
+    unwrapped = est.Estimator(var_list_model_fn, model_dir=sys.argv[1] + "/var_list",
+                              params={"lr": 0.01})
+    unwrapped.train(input_fn, steps=5)
+    kernel_name = [n for n in unwrapped.get_variable_names() if n.endswith("out/kernel")][0]
+    # A step with learning rate 0 keeps the warm-started kernel as it is.
+    warm = est.Estimator(var_list_model_fn, model_dir=sys.argv[1] + "/warm",
+                         warm_start_from=sys.argv[1] + "/var_list", params={"lr": 0.0})
+    warm.train(input_fn, steps=1)
+
     with_bn = est.Estimator(make_model_fn(True), model_dir=sys.argv[1] + "/bn", config=config)
     with_bn.train(input_fn, steps=20)
     variables = with_bn.get_variable_names()
@@ -262,6 +290,11 @@ _KERAS3_PROGRAM = textwrap.dedent("""
         "prob_shape": list(preds[0]["prob"].shape),
         "moving_mean": with_bn.get_variable_value(mm).tolist(),
         "moving_variance": with_bn.get_variable_value(mv).tolist(),
+        "var_list_error": var_list_error,
+        "var_list_steps": int(unwrapped.get_variable_value("global_step")),
+        "kernel_moved": float(np.abs(unwrapped.get_variable_value(kernel_name)).sum()),
+        "warm_kernel_delta": float(np.abs(warm.get_variable_value(kernel_name)
+                                          - unwrapped.get_variable_value(kernel_name)).max()),
     }))
 """)
 
@@ -289,6 +322,13 @@ def test_keras3_layers_train_evaluate_predict_and_batch_norm_limitation(tmp_path
   # TF_USE_LEGACY_KERAS=1) or tf.compat.v1.layers for batch norm.
   assert result["moving_mean"] == [0.0] * 8
   assert result["moving_variance"] == [1.0] * 8
+  # var_list=model.trainable_variables (Keras 3 variables) with a
+  # tf.compat.v1 optimizer: an error at model_fn time that says what to pass.
+  assert "var_list=[v.value for v in model.trainable_variables]" in result["var_list_error"]
+  # ...and with that, it trains; get_variable_value and warm starting work
+  # on the Keras 3 model's variables.
+  assert result["var_list_steps"] == 5 and result["kernel_moved"] > 0
+  assert result["warm_kernel_delta"] == 0
 
 
 # -- files on disk, events, logs ----------------------------------------------

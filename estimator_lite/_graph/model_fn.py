@@ -22,6 +22,16 @@ from estimator_lite.mode_keys import ModeKeys
 
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 _logging = tf.compat.v1.logging
+# Keras 3 variables work in model_fn except where tf.compat.v1 code needs a
+# tf.Variable itself: say which tf.Variables to pass instead.
+_KERAS3_VARIABLES_ERROR = (
+    "model_fn passed Keras 3 variables (keras.Variable, e.g. the trainable_variables "
+    "of a Keras 3 model) to tf.compat.v1 code that needs tf.Variables, such as "
+    "optimizer.minimize(loss, var_list=...) of a tf.compat.v1.train optimizer. "
+    "Pass the tf.Variables they hold: var_list=[v.value for v in "
+    "model.trainable_variables]; or leave var_list out (the graph's trainable "
+    "variables); or build the model with tf.keras layers (tf-keras, which "
+    "estimator_lite selects), whose variables are tf.Variables.")
 
 
 @attrs.frozen(eq=False)
@@ -84,6 +94,7 @@ class ModelFn:
       ValueError: labels for a model_fn without `labels`, a model_fn that
         failed for lack of labels, or a return value that is not an
         EstimatorSpec for `mode`.
+      TypeError: model_fn gave Keras 3 variables to a tf.compat.v1 optimizer.
     """
     kwargs: dict = {}
     if "labels" in self.accepted_args:
@@ -103,6 +114,8 @@ class ModelFn:
     try:
       spec = self.function(features=features, **kwargs)
     except (TypeError, ValueError, AttributeError) as e:
+      if tf_internals.is_keras3_variable_in_v1_code(e):
+        raise TypeError(_KERAS3_VARIABLES_ERROR) from e
       if labels is None and "labels" in self.accepted_args and mode != ModeKeys.PREDICT:
         raise ValueError(
             f"model_fn raised {type(e).__name__} in mode {mode!r} with labels=None: "

@@ -156,6 +156,17 @@ def loss_scaled_by_optimizer(graph: tf.Graph) -> bool:
 
 
 # -- Keras 3 ------------------------------------------------------------------------
+def is_keras3_variable_in_v1_code(error: BaseException) -> bool:
+  """Whether `error` is tf.compat.v1 code meeting a Keras 3 variable.
+
+  Keras 3's `keras.Variable` holds a tf.Variable and acts as one in most of
+  TensorFlow, but lacks ResourceVariable's private `_in_graph_mode`, which the
+  tf.compat.v1.train optimizers read for each variable of `var_list`.
+  """
+  return (isinstance(error, AttributeError) and "_in_graph_mode" in str(error)
+          and "keras" in sys.modules)
+
+
 def reset_keras3_layer_names() -> None:
   """Restarts Keras 3's automatic layer names ("dense", "dense_1", ...) for a new graph.
 
