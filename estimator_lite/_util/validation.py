@@ -114,8 +114,22 @@ class Replaceable:
 
 
 def check_metric_names(names: Iterable[str]) -> None:
-  """Raises ValueError for an eval metric that would hide one evaluate() adds itself."""
+  """Raises ValueError for an eval metric that would hide one evaluate() adds itself.
+
+  Args:
+    names: the eval_metric_ops' names.
+
+  Raises:
+    ValueError: a metric named "loss" or "global_step" (tf.estimator's texts,
+      which quote the two names differently).
+  """
+  names = set(names)
   if LOSS_KEY in names:
     raise ValueError(
         'Metric with name "loss" is not allowed, because Estimator already '
         "defines a default metric with the same name. Rename your metric.")
+  if GLOBAL_STEP_KEY in names:
+    raise ValueError(
+        "Metric with name `global_step` is not allowed, because Estimator already "
+        "defines a default metric with the same name. Rename your metric; evaluate() "
+        "reports the evaluated checkpoint's global step under that key.")
