@@ -169,6 +169,9 @@ def test_hooks_are_type_checked(graph):
     with pytest.raises(TypeError, match=rf"SessionRunHook instances.*EstimatorSpec.{field}"):
       est.EstimatorSpec(est.ModeKeys.TRAIN, loss=loss, train_op=train_op,
                         **{field: [hook, "not a hook"]})
+  # Not a list at all: the same TypeError, not TensorFlow's refusal to bool() a Tensor.
+  with pytest.raises(TypeError, match=r"SessionRunHook instances, given: <tf.Tensor"):
+    est.EstimatorSpec(est.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=loss)
 
 
 def test_tensors_from_another_graph_are_rejected(graph):

@@ -37,9 +37,13 @@ def check_hooks(hooks: Optional[Iterable[Any]], where: str, message: str = HOOKS
       SPEC_HOOKS_ERROR).
 
   Raises:
-    TypeError: an element is not a SessionRunHook.
+    TypeError: `hooks` is not iterable, or an element is not a SessionRunHook.
   """
-  hooks = tuple(hooks or ())
+  try:
+    hooks = tuple(hooks or ())
+  except TypeError:  # not iterable, or a graph Tensor (which refuses bool())
+    raise TypeError(message.format(hooks) + f" in {where}: pass a list of "
+                    "tf.compat.v1.train.SessionRunHook objects.") from None
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
       raise TypeError(message.format(hook) + f" in {where}. Subclass "
