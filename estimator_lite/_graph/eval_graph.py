@@ -26,7 +26,8 @@ class EvalGraph:
   Attributes:
     scaffold: the model_fn's Scaffold (the replicas' combined, under a strategy).
     update_op: runs one batch: every metric's update and the loss mean's.
-    values: the results' tensors: each metric's value, `loss` (the mean loss)
+    values: the results' tensors: each metric's value (a tensor, or a nested
+      tuple of them for a metric of several values), `loss` (the mean loss)
       and `global_step`.
     hooks: the input's hooks, the caller's and the EstimatorSpec's
       evaluation_hooks, in that order.
@@ -34,7 +35,7 @@ class EvalGraph:
 
   scaffold: tf.compat.v1.train.Scaffold
   update_op: tf.Operation
-  values: Dict[str, tf.Tensor]
+  values: Dict[str, Any]
   hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...]
 
 
@@ -53,7 +54,8 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
     An EvalGraph.
 
   Raises:
-    ValueError: a metric named "loss".
+    ValueError: a metric named "loss" or "global_step" (the keys evaluate()
+      adds), or a Keras metric object whose update ops cannot be found.
   """
   graph = tf.compat.v1.get_default_graph()
   tf.compat.v1.set_random_seed(config.tf_random_seed)

@@ -53,6 +53,12 @@ def write_dict_to_summary(output_dir: str, dictionary: Mapping[str, Any], global
       for i, item in enumerate(nested.value):
         item.tag = f"{key}/{i}"
       summary.value.extend(nested.value)
+    elif isinstance(value, (tuple, list, dict)):
+      # A metric whose value is a nested structure has no single summary; numpy
+      # cannot even take the shape of a ragged one.
+      tf.compat.v1.logging.warning(
+          "Skipping summary for %s, must be a number, np.ndarray or a serialized "
+          "Summary; got the nested value %r.", key, value)
     elif np.ndim(value) == 0 and np.issubdtype(np.asarray(value).dtype, np.number):
       summary.value.add(tag=key, simple_value=float(value))
     elif isinstance(value, np.ndarray):

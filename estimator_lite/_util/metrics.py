@@ -1,4 +1,4 @@
-"""Turns eval_metric_ops (tuples or Keras metric objects) into value and update ops."""
+"""Keras metric objects in eval_metric_ops: their update ops, graph and collections."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Tuple
@@ -10,38 +10,71 @@ from estimator_lite._util import tf_internals
 _ASSIGN_OP_TYPES = frozenset(
     ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "Assign",
      "AssignAdd", "AssignSub"))
+# tf.estimator's text for a metric object whose update_state() was never called.
+NO_UPDATES_ERROR = 'Please call update_state(...) on the "{}" metric'
 
 
-def _is_keras_metric(value: Any) -> bool:
-  return not isinstance(value, tuple)
+def is_keras_metric(value: Any) -> bool:
+  """True for a Keras metric object (tf-keras or Keras 3), duck-typed."""
+  return (callable(getattr(value, "update_state", None)) and
+          callable(getattr(value, "result", None)) and hasattr(value, "variables"))
 
 
-def keras_metric_update_op(metric: Any, graph: tf.Graph) -> tf.Operation:
-  """The op that applies every update_state() call made on `metric` in model_fn.
+def _tf_variable(variable: Any) -> Any:
+  # A Keras 3 Variable proxies `handle` but has no `initializer`: unwrap it to
+  # its tf.Variable, or its initialiser's Assign would be taken for an update.
+  return variable if hasattr(variable, "initializer") else getattr(variable, "value", variable)
+
+
+def metric_graph(metric: Any) -> tf.Graph:
+  """The graph the metric's variables live in (the default graph if it has none)."""
+  for variable in metric.variables:
+    graph = getattr(_tf_variable(variable), "graph", None)
+    if graph is not None:
+      return graph
+  return tf.compat.v1.get_default_graph()
+
+
+def keras_metric_updates(metric: Any) -> List[tf.Operation]:
+  """The ops every update_state() call made on `metric` added to its graph.
 
   tf-keras metrics record their update ops in `metric.updates`. Keras 3 metrics
   return None from update_state() in graph mode, so their updates are found as
   the assignments to the metric's variables that are not its initialisers.
+  Nothing is changed in the graph.
+
+  Raises:
+    ValueError: update_state() was not called (tf.estimator's text).
   """
   updates = list(getattr(metric, "updates", None) or ())
   if not updates:
-    handles = set()
-    initializers = set()
+    handles, initializers = set(), set()
     for variable in metric.variables:
-      # A Keras 3 Variable proxies `handle` but has no `initializer`: unwrap it
-      # to its tf.Variable, or the initialiser's Assign would be taken for an
-      # update and reset the metric on every batch (result 0).
-      variable = variable if hasattr(variable, "initializer") else getattr(variable, "value", variable)
+      variable = _tf_variable(variable)
       handle = getattr(variable, "handle", None)
       if handle is not None:
         handles.add(handle.name)
       init = getattr(variable, "initializer", None)
       if init is not None:
         initializers.add(init.name)
-    for op in graph.get_operations():
-      if (op.type in _ASSIGN_OP_TYPES and op.name not in initializers and op.inputs and
-          op.inputs[0].name in handles):
-        updates.append(op)
+    updates = [op for op in metric_graph(metric).get_operations()
+               if op.type in _ASSIGN_OP_TYPES and op.name not in initializers and op.inputs
+               and op.inputs[0].name in handles]
+  if not updates:
+    raise ValueError(
+        NO_UPDATES_ERROR.format(metric.name) + ". Call it inside model_fn, on the "
+        "tensors model_fn was given, before returning the metric in eval_metric_ops.")
+  return updates
+
+
+def keras_metric_update_op(metric: Any, graph: tf.Graph) -> tf.Operation:
+  """One op that applies every update_state() call made on `metric` in model_fn.
+
+  Raises:
+    ValueError: update_state() was not called.
+  """
+  updates = keras_metric_updates(metric)
+  if not getattr(metric, "updates", None):  # found by scanning the graph (Keras 3)
     # Some Keras 3 updates do not read the data (Mean's count += batch size
     # from a static shape), so they would still run in the Session.run whose
     # input iterator hits end-of-input and count one batch too many. Make
@@ -49,47 +82,48 @@ def keras_metric_update_op(metric: Any, graph: tf.Graph) -> tf.Operation:
     input_ops = [op for op in graph.get_operations() if op.type == "IteratorGetNext"]
     for op in updates:
       tf_internals.add_control_inputs(op, input_ops)
-  if not updates:
-    raise ValueError(
-        f"Please call update_state(...) on the {metric.name!r} metric inside "
-        "model_fn before returning it in eval_metric_ops.")
   return tf.group(*updates)
 
 
-def _track_metric_variables(metric: Any, graph: tf.Graph) -> None:
-  """Makes the metric's variables local variables, so the Scaffold initialises them."""
+def add_to_metric_collections(metric: Any, graph: tf.Graph) -> None:
+  """Puts the metric's variables in LOCAL_VARIABLES and METRIC_VARIABLES, as tf.estimator did.
+
+  LOCAL_VARIABLES gets them initialised by the Scaffold (and not restored from
+  a checkpoint); METRIC_VARIABLES is where tools such as TFMA look for them.
+  A metric's state must not be saved with the model, so a variable Keras 3
+  put in GLOBAL_VARIABLES is taken out of it.
+  """
   local = {id(v) for v in graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)}
-  global_ = {id(v) for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)}
+  in_metrics = {id(v) for v in graph.get_collection(tf.compat.v1.GraphKeys.METRIC_VARIABLES)}
+  global_list = graph.get_collection_ref(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
   for variable in metric.variables:
-    variable = variable if hasattr(variable, "initializer") else getattr(variable, "value", variable)
-    if id(variable) in local:
-      continue
-    if id(variable) in global_:
-      # A metric's state must not be saved or restored with the model.
-      global_list = graph.get_collection_ref(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+    variable = _tf_variable(variable)
+    if any(v is variable for v in global_list):
       global_list[:] = [v for v in global_list if v is not variable]
-    graph.add_to_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variable)
-    graph.add_to_collection(tf.compat.v1.GraphKeys.METRIC_VARIABLES, variable)
+    if id(variable) not in local:
+      graph.add_to_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variable)
+    if id(variable) not in in_metrics:
+      graph.add_to_collection(tf.compat.v1.GraphKeys.METRIC_VARIABLES, variable)
 
 
 def metric_value_and_update_ops(eval_metric_ops: Mapping[str, Any], graph: tf.Graph
-                                ) -> Tuple[Dict[str, tf.Tensor], List[Any]]:
-  """Splits eval_metric_ops into ({name: value tensor}, [update ops]).
+                                ) -> Tuple[Dict[str, Any], List[Any]]:
+  """Splits eval_metric_ops into ({name: value}, [update ops]).
 
   Args:
-    eval_metric_ops: dict name -> (value, update_op) or Keras metric object.
+    eval_metric_ops: an EstimatorSpec's: name -> (value, update_op), where value
+      may be a nested structure of tensors, or a Keras metric object.
     graph: the evaluation graph.
 
   Returns:
-    (dict of name to value tensor, list of update ops).
+    (dict of name to value (a tensor or nested structure), list of update ops).
   """
   values, updates = {}, []
   for name, metric in eval_metric_ops.items():
-    if _is_keras_metric(metric):
-      _track_metric_variables(metric, graph)
-      values[name] = metric.result()
-      updates.append(keras_metric_update_op(metric, graph))
-    else:
+    if isinstance(metric, tuple):
       values[name], update = metric
       updates.append(update)
+    else:
+      values[name] = metric.result()
+      updates.append(keras_metric_update_op(metric, graph))
   return values, updates

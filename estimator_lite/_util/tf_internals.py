@@ -49,6 +49,17 @@ def add_control_inputs(op: tf.Operation, inputs: Iterable[tf.Operation]) -> None
     op._add_control_inputs(missing)
 
 
+# -- tensors ----------------------------------------------------------------------
+def is_dense_tensor(value: Any) -> bool:
+  """Whether `value` is what tf.estimator accepted as a Tensor.
+
+  A graph or eager Tensor or a variable (tf-keras's or Keras 3's), but not a
+  SparseTensor or RaggedTensor: tf.estimator checked against TensorFlow's
+  internal Tensor type, which composite tensors are not.
+  """
+  return isinstance(value, tf.__internal__.types.Tensor)
+
+
 # -- sessions and hooks -------------------------------------------------------------
 # The type Saver.save and start_queue_runners require of a session.
 SessionInterface = _session_lib.SessionInterface

@@ -37,9 +37,13 @@ def check_hooks(hooks: Optional[Iterable[Any]], where: str, message: str = HOOKS
       SPEC_HOOKS_ERROR).
 
   Raises:
-    TypeError: an element is not a SessionRunHook.
+    TypeError: `hooks` is not iterable, or an element is not a SessionRunHook.
   """
-  hooks = tuple(hooks or ())
+  try:
+    hooks = tuple(hooks or ())
+  except TypeError:  # not iterable, or a graph Tensor (which refuses bool())
+    raise TypeError(message.format(hooks) + f" in {where}: pass a list of "
+                    "tf.compat.v1.train.SessionRunHook objects.") from None
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
       raise TypeError(message.format(hook) + f" in {where}. Subclass "
@@ -114,8 +118,22 @@ class Replaceable:
 
 
 def check_metric_names(names: Iterable[str]) -> None:
-  """Raises ValueError for an eval metric that would hide one evaluate() adds itself."""
+  """Raises ValueError for an eval metric that would hide one evaluate() adds itself.
+
+  Args:
+    names: the eval_metric_ops' names.
+
+  Raises:
+    ValueError: a metric named "loss" or "global_step" (tf.estimator's texts,
+      which quote the two names differently).
+  """
+  names = set(names)
   if LOSS_KEY in names:
     raise ValueError(
         'Metric with name "loss" is not allowed, because Estimator already '
         "defines a default metric with the same name. Rename your metric.")
+  if GLOBAL_STEP_KEY in names:
+    raise ValueError(
+        "Metric with name `global_step` is not allowed, because Estimator already "
+        "defines a default metric with the same name. Rename your metric; evaluate() "
+        "reports the evaluated checkpoint's global step under that key.")

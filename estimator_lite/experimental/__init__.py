@@ -1,4 +1,4 @@
-"""estimator_lite.experimental: early stopping and in-memory evaluation (tf.estimator.experimental).
+"""estimator_lite.experimental: tf.estimator.experimental's hooks and call_logit_fn.
 
 Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimental
 is this module). tf.estimator's canned parts of these namespaces are not
@@ -15,6 +15,7 @@ from estimator_lite.experimental.early_stopping import stop_if_lower_hook
 from estimator_lite.experimental.early_stopping import stop_if_no_decrease_hook
 from estimator_lite.experimental.early_stopping import stop_if_no_increase_hook
 from estimator_lite.experimental.in_memory_evaluator_hook import InMemoryEvaluatorHook
+from estimator_lite.experimental.logit_fn import call_logit_fn
 from estimator_lite.experimental.stop_at_checkpoint_step import make_stop_at_checkpoint_step_hook
 
 _V2 = "tf.estimator.experimental"
@@ -46,10 +47,6 @@ _NOT_PROVIDED = {
         _V1, "the canned DNN estimators' logit builder", _LOGITS_IN_MODEL_FN),
     "linear_logit_fn_builder": (
         _V1, "the canned linear estimators' logit builder", _LOGITS_IN_MODEL_FN),
-    "call_logit_fn": (
-        _V2, "a helper calling a canned estimator's logit_fn",
-        "Call your logit function directly in model_fn, e.g. "
-        "logit_fn(features=features, mode=mode, params=params, config=config)."),
     "build_raw_supervised_input_receiver_fn": (
         _V2, "inputs for TRAIN/EVAL SavedModel exports",
         "estimator_lite exports the serving (PREDICT) graph only: use "

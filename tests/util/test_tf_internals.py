@@ -26,6 +26,17 @@ def test_global_step_reads_handles_and_control_inputs():
     assert tf_internals.GLOBAL_STEP_READ_KEY in graph.get_all_collection_keys()
 
 
+def test_dense_tensor_type_excludes_composite_tensors():
+  with tf.Graph().as_default():
+    variable = _v1.get_variable("v", [1])
+    for dense in (tf.constant(1.0), variable, variable.read_value()):
+      assert tf_internals.is_dense_tensor(dense), dense
+    sparse = tf.sparse.SparseTensor(indices=[[0]], values=[1.0], dense_shape=[1])
+    for other in (sparse, tf.ragged.constant([[1], []]), 1.0, tf.no_op()):
+      assert not tf_internals.is_dense_tensor(other), other
+  assert tf_internals.is_dense_tensor(tf.constant(1.0))  # eager
+
+
 def test_session_internals_run_a_raw_callable_with_session_errors():
   with tf.Graph().as_default():
     value = tf.constant(3.0) * 2
