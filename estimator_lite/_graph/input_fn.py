@@ -156,9 +156,14 @@ def split_features_and_labels(batch: Any) -> Tuple[Any, Any]:
 
 
 # Values a feature or label may be besides a tensor (tf.is_tensor: Tensor,
-# SparseTensor, RaggedTensor, Variable, ...): what tf.convert_to_tensor takes.
+# SparseTensor, RaggedTensor, Variable, ...): what tf.convert_to_tensor takes,
+# numbers, strings, numpy arrays and array-likes such as a pandas Series.
 # tf.estimator passed such values to model_fn unchanged, and so does this.
 _PLAIN_VALUES = (bool, int, float, complex, str, bytes, np.ndarray, np.generic)
+
+
+def _is_feature_value(leaf: Any) -> bool:
+  return tf.is_tensor(leaf) or isinstance(leaf, _PLAIN_VALUES) or hasattr(leaf, "__array__")
 
 
 def _leaves(value: Any, path: str) -> Iterator[Tuple[str, Any]]:
@@ -175,10 +180,10 @@ def _leaves(value: Any, path: str) -> Iterator[Tuple[str, Any]]:
 
 def _check_structure(value: Any, what: str, returned: Any) -> None:
   for path, leaf in _leaves(value, what):
-    if not (tf.is_tensor(leaf) or isinstance(leaf, _PLAIN_VALUES)):
+    if not _is_feature_value(leaf):
       raise TypeError(
           f"input_fn returned {path} = {leaf!r}, which is neither a tensor nor a value "
-          "convertible to one (a number, string, bytes or numpy array) (input_fn "
+          "convertible to one (a number, string, bytes or numpy array-like) (input_fn "
           f"returned {type(returned).__name__}). Features and labels are tensors, "
           "SparseTensors, RaggedTensors or such values, or dicts, tuples or lists of "
           "them; an input_fn returns a tf.data.Dataset of (features, labels) or of "

@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import estimator_lite as est
@@ -137,10 +138,11 @@ def test_plain_python_and_numpy_values_reach_model_fn_unchanged(tmp_path, linear
     return _recording_model_fn({})(
         {"x": tf.cast(features["x"], tf.float32)}, labels, mode)
 
+  ids = pd.Series(np.arange(len(x)))  # array-likes too, e.g. from dict(data_frame)
   estimator = est.Estimator(model_fn, model_dir=str(tmp_path))
-  estimator.train(lambda: ({"x": x, "scale": 2.0, "name": "a"}, y), steps=2)
+  estimator.train(lambda: ({"x": x, "scale": 2.0, "name": "a", "ids": ids}, y), steps=2)
   features, labels = received[est.ModeKeys.TRAIN]
-  assert features["x"] is x and labels is y
+  assert features["x"] is x and labels is y and features["ids"] is ids
   assert features["scale"] == 2.0 and features["name"] == "a"
   results = estimator.evaluate(lambda: ({"x": x_list}, y.tolist()), steps=1)
   assert received[est.ModeKeys.EVAL] == ({"x": x_list}, y.tolist())
