@@ -22,6 +22,7 @@ from estimator_lite._util import validation
 from estimator_lite._session import export_session
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
+from estimator_lite.run_config import TaskType
 
 _logging = tf.compat.v1.logging
 PathLike = Union[str, "os.PathLike[str]"]
@@ -42,25 +43,32 @@ class Estimator:
       `WarmStartSettings` to initialise from when model_dir has no checkpoint.
 
   Raises:
-    ValueError: model_fn's arguments are unusable, model_dir disagrees with
-      config.model_dir, or params are given to a model_fn without `params`.
+    ValueError: config is not a RunConfig, model_dir disagrees with
+      config.model_dir, model_fn is None or its arguments are unusable, params
+      are given to a model_fn without `params`, or warm_start_from is neither a
+      path nor a WarmStartSettings.
+    TypeError: model_fn is not callable.
   """
 
   def __init__(self, model_fn: Callable[..., Any], model_dir: Optional[PathLike] = None,
                config: Optional[RunConfig] = None, params: Optional[Dict[str, Any]] = None,
                warm_start_from: Union[None, PathLike, warm_starting.WarmStartSettings] = None):
-    model = ModelFn.wrap(model_fn, params)
+    # tf.estimator's order: the config and model_dir first, then model_fn,
+    # then warm_start_from; its texts, each followed by what to do.
     if config is None:
       config = RunConfig()
     elif not isinstance(config, RunConfig):
       raise ValueError(
-          f"config must be an instance of RunConfig, but provided {config!r}.")
+          f"config must be an instance of `RunConfig`, but provided {config}. Pass "
+          "estimator_lite.RunConfig(...) or None.")
     if model_dir is not None:
       model_dir = os.fspath(model_dir)
     if model_dir and config.model_dir and model_dir != config.model_dir:
       raise ValueError(
-          "model_dir are set both in constructor and RunConfig, but with different "
-          f"values. In constructor: {model_dir}, in RunConfig: {config.model_dir}.")
+          "`model_dir` are set both in constructor and `RunConfig`, but with different "
+          f"values. In constructor: '{model_dir}', in `RunConfig`: '{config.model_dir}' "
+          "Set it in one place only.")
+    model = ModelFn.wrap(model_fn, params)
     model_dir = model_dir or config.model_dir
     if not model_dir:
       model_dir = tempfile.mkdtemp()
@@ -154,22 +162,30 @@ class Estimator:
       self, for chaining.
 
     Raises:
-      ValueError: both steps and max_steps, or a non-positive one.
+      ValueError: this process is an evaluator or ps task (run
+        train_and_evaluate there), both steps and max_steps, or a non-positive one.
       TypeError: a hook or listener of the wrong type.
       NanLossDuringTrainingError: the loss became NaN.
       Preempted: SIGTERM was received; the checkpoint at the current step is saved.
     """
+    if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
+      raise ValueError(
+          "Train has been called wrong configuration. Please use "
+          "tf.estimator.train_and_evaluate which calls proper API according to given "
+          f"configuration. Current configuration: {self._config}. In estimator_lite: "
+          f"estimator_lite.train_and_evaluate; a {self._config.task_type} task does not train.")
     if steps is not None and max_steps is not None:
       raise ValueError(
-          f"Can not provide both steps and max_steps: steps={steps!r}, "
-          f"max_steps={max_steps!r}. steps adds to the restored step; max_steps is absolute.")
+          f"Can not provide both steps and max_steps. Given steps={steps!r}, "
+          f"max_steps={max_steps!r}: steps adds to the restored step; max_steps is absolute.")
     steps = validation.check_positive_int("steps", steps)
     max_steps = validation.check_positive_int("max_steps", max_steps)
     if training_session.max_steps_reached(self._model_dir, max_steps):
       return self
     training_session.train(
         self._model, input_fn, self._config, self._model_dir, self._model.params,
-        hooks=validation.check_hooks(hooks, "Estimator.train(hooks=...)"),
+        hooks=validation.check_hooks(hooks, "Estimator.train(hooks=...)",
+                                     validation.ESTIMATOR_HOOKS_ERROR),
         saving_listeners=validation.check_saving_listeners(
             saving_listeners, validation.ESTIMATOR_LISTENERS_ERROR),
         steps=steps, max_steps=max_steps, warm_start=self._warm_start_settings)
@@ -193,12 +209,16 @@ class Estimator:
       dict with `loss`, each metric, and `global_step`.
 
     Raises:
-      ValueError: steps <= 0, a name that is not a string, or a metric named "loss".
+      TypeError: a hook of the wrong type, or a name that is not a string.
+      ValueError: steps <= 0, or a metric named "loss" or "global_step".
     """
+    hooks = validation.check_hooks(hooks, "Estimator.evaluate(hooks=...)",
+                                   validation.ESTIMATOR_HOOKS_ERROR)
     steps = validation.check_positive_int("steps", steps)
-    hooks = validation.check_hooks(hooks, "Estimator.evaluate(hooks=...)")
     if name is not None and not isinstance(name, str):
-      raise ValueError(f"name must be a string or None, given {name!r}.")
+      # tf.estimator failed here with a TypeError of Python's; EvalSpec's text.
+      raise TypeError(f"`name` must be string, given: {name}. It names the "
+                      "evaluation's directory, model_dir/eval_NAME.")
     return eval_session.evaluate(
         self._model, input_fn, self._config, self._model.params, hooks=hooks, steps=steps,
         checkpoint_path=self._checkpoint_or_latest(checkpoint_path, "evaluate"),
@@ -223,10 +243,12 @@ class Estimator:
       A dict (or a value, if predictions is a single tensor) per example or batch.
 
     Raises:
+      TypeError: a hook of the wrong type.
       ValueError: a predict_key that model_fn does not predict, or batch sizes
         that disagree when yielding single examples.
     """
-    hooks = validation.check_hooks(hooks, "Estimator.predict(hooks=...)")
+    hooks = validation.check_hooks(hooks, "Estimator.predict(hooks=...)",
+                                   validation.ESTIMATOR_HOOKS_ERROR)
     yield from prediction.predict(
         self._model, input_fn, self._config, self._model.params, predict_keys=predict_keys,
         hooks=hooks, checkpoint_path=self._checkpoint_or_latest(checkpoint_path, "predict"),

@@ -24,7 +24,7 @@ def _check_input_fn(instance: Any, attribute: Any, input_fn: Any) -> None:
   del instance, attribute
   if not callable(input_fn):
     raise TypeError(
-        f"`input_fn` must be callable, given: {input_fn!r}. Pass the function "
+        f"`input_fn` must be callable, given: {input_fn}. Pass the function "
         "itself (input_fn=my_input_fn), not its result.")
 
 
@@ -44,7 +44,7 @@ def _check_non_negative_secs(instance: Any, attribute: Any, value: Any) -> None:
 def _check_name(instance: Any, attribute: Any, name: Any) -> None:
   del instance, attribute
   if name is not None and not isinstance(name, str):
-    raise TypeError(f"`name` must be string, given: {name!r}")
+    raise TypeError(f"`name` must be string, given: {name}")
 
 
 def _hooks_tuple(hooks: Any) -> Tuple[tf.compat.v1.train.SessionRunHook, ...]:
@@ -67,7 +67,7 @@ def _exporters_tuple(exporters: Any) -> Tuple[Exporter, ...]:
     exporters = [exporters]
   bad_type = TypeError(
       "`exporters` must be an Exporter, an iterable of Exporter, or `None`, found "
-      f"{exporters!r}. An exporter has a `name` and an `export(estimator, export_path, "
+      f"{exporters}. An exporter has a `name` and an `export(estimator, export_path, "
       "checkpoint_path, eval_result, is_the_final_export)` method.")
   try:
     exporters = tuple(exporters)
@@ -186,13 +186,14 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     TypeError: arguments of the wrong type.
     ValueError: an evaluator task other than index 0, or an unsupported role.
   """
+  # tf.estimator's texts, each followed by the estimator_lite class to pass.
   if not isinstance(estimator, Estimator):
-    raise TypeError(f"`estimator` must have type `estimator_lite.Estimator`. Got: "
-                    f"{type(estimator)}")
+    raise TypeError(validation.ESTIMATOR_TYPE_ERROR.format(type(estimator)) +
+                    ". Pass an estimator_lite.Estimator.")
   if not isinstance(train_spec, TrainSpec):
-    raise TypeError(f"`train_spec` must have type `estimator_lite.TrainSpec`. Got: "
-                    f"{type(train_spec)}")
+    raise TypeError("`train_spec` must have type `tf.estimator.TrainSpec`. Got: "
+                    f"{type(train_spec)}. Pass an estimator_lite.TrainSpec.")
   if not isinstance(eval_spec, EvalSpec):
-    raise TypeError(f"`eval_spec` must have type `estimator_lite.EvalSpec`. Got: "
-                    f"{type(eval_spec)}")
+    raise TypeError("`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
+                    f"{type(eval_spec)}. Pass an estimator_lite.EvalSpec.")
   return roles.run(estimator, train_spec, eval_spec)

@@ -14,8 +14,10 @@ VocabInfo = tf.compat.v1.train.VocabInfo
 
 
 def _path_as_str(value: Any) -> Any:
-  """A path-like value as str; anything else as given (for _check_path to judge)."""
-  return os.fspath(value) if isinstance(value, os.PathLike) else value
+  """A path-like or bytes value as str; anything else as given (for _check_path to judge)."""
+  if isinstance(value, (bytes, os.PathLike)):
+    return os.fsdecode(value)
+  return value
 
 
 def _dict_or_empty(value: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -24,10 +26,13 @@ def _dict_or_empty(value: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 def _check_path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
   del instance, attribute
-  if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-    raise ValueError(
-        f"WarmStartSettings(ckpt_to_initialize_from={value!r}): pass a checkpoint "
-        "prefix, a model_dir holding checkpoints, or a SavedModel directory.")
+  advice = ("Pass a checkpoint prefix, a model_dir holding checkpoints, or a SavedModel "
+            "directory")
+  if not value:
+    raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings. "
+                     f"{advice}; given {value!r}.")
+  if not isinstance(value, str):
+    raise ValueError(f"WarmStartSettings(ckpt_to_initialize_from={value!r}): {advice}.")
 
 
 @attrs.frozen
@@ -56,16 +61,23 @@ class WarmStartSettings(validation.Replaceable):
 
 def resolve(warm_start_from: Union[None, str, os.PathLike[str], WarmStartSettings]
             ) -> Optional[WarmStartSettings]:
-  """Turns Estimator's warm_start_from (path or settings) into WarmStartSettings or None."""
+  """Turns Estimator's warm_start_from (path or settings) into WarmStartSettings or None.
+
+  Raises:
+    ValueError: warm_start_from is neither a path nor a WarmStartSettings, or
+      is an empty path.
+  """
   if warm_start_from is None:
     return None
-  if isinstance(warm_start_from, (str, os.PathLike)):
+  if isinstance(warm_start_from, (str, bytes, os.PathLike)):
     settings = WarmStartSettings(ckpt_to_initialize_from=warm_start_from)
   elif isinstance(warm_start_from, WarmStartSettings):
     settings = warm_start_from
   else:
     raise ValueError(
-        f"warm_start_from must be a path or a WarmStartSettings, given {warm_start_from!r}.")
+        "warm_start_from must be a string or a WarmStartSettings, instead got "
+        f"{type(warm_start_from)}. Pass a checkpoint or SavedModel path (str or "
+        "os.PathLike) or an estimator_lite.WarmStartSettings.")
   path = settings.ckpt_to_initialize_from
   saved_model_vars = os.path.join(path, "variables", "variables")
   if tf.io.gfile.exists(saved_model_vars + ".index"):

@@ -589,3 +589,83 @@ def test_run_config_and_estimator_knobs_behave_as_in_tf_estimator(
   # Every session had the two CPUs that session_config asked for (the default has one).
   assert seen["session_devices"] == {mode: ["CPU", "CPU"] for mode in (
       est.ModeKeys.TRAIN, est.ModeKeys.EVAL, est.ModeKeys.PREDICT)}
+
+
+# -- mistakes: tf.estimator's errors ----------------------------------------------
+# Users' tests match these with assertRaisesRegex: each error has tf.estimator
+# 2.15's type and starts with its text unchanged; estimator_lite's advice follows.
+
+def test_constructor_mistakes_raise_tf_estimator_errors(tmp_path, linear_model_fn):
+  # The config is checked first, as in tf.estimator: even before model_fn.
+  for model_fn in (None, linear_model_fn):
+    with pytest.raises(ValueError, match=r"^config must be an instance of `RunConfig`, but "
+                                         r"provided NotARunConfig\. "):
+      est.Estimator(model_fn, config="NotARunConfig")
+  with pytest.raises(ValueError, match=re.escape(
+      "`model_dir` are set both in constructor and `RunConfig`, but with different values. "
+      f"In constructor: '{tmp_path / 'a'}', in `RunConfig`: '{tmp_path / 'b'}' ")):
+    est.Estimator(linear_model_fn, model_dir=str(tmp_path / "a"),
+                  config=est.RunConfig(model_dir=str(tmp_path / "b")))
+  with pytest.raises(ValueError, match=r"^model_fn must be provided to Estimator\."):
+    est.Estimator(None, model_dir=str(tmp_path))
+  assert not os.listdir(tmp_path)
+
+
+def test_train_evaluate_predict_mistakes_raise_tf_estimator_errors(
+    tmp_path, linear_data, make_input_fn, linear_model_fn):
+  x, y = linear_data
+  input_fn = make_input_fn(x, y)
+  estimator = est.Estimator(linear_model_fn, model_dir=str(tmp_path), params={})
+  for call in (lambda: estimator.train(input_fn, steps=1, hooks=["NotAHook"]),
+               lambda: estimator.evaluate(input_fn, steps=1, hooks=["NotAHook"]),
+               lambda: next(estimator.predict(input_fn, hooks=["NotAHook"]))):
+    with pytest.raises(TypeError, match=r"^Hooks must be a SessionRunHook, given: NotAHook\. "):
+      call()
+  with pytest.raises(TypeError, match=r"^saving_listeners must be a list of "
+                                      r"CheckpointSaverListener, given: not-a-listener\. "):
+    estimator.train(input_fn, steps=1, saving_listeners=["not-a-listener"])
+  with pytest.raises(ValueError, match=r"^Can not provide both steps and max_steps\. "):
+    estimator.train(input_fn, steps=1, max_steps=2)
+  # tf.estimator failed on a non-string name with a TypeError (of Python's).
+  with pytest.raises(TypeError, match=r"^`name` must be string, given: 123\. "):
+    estimator.evaluate(input_fn, steps=1, name=123)
+  assert estimator.latest_checkpoint() is None  # nothing ran
+
+
+@pytest.mark.parametrize("task_type", ["evaluator", "ps"])
+def test_train_on_an_evaluator_or_ps_task_points_to_train_and_evaluate(
+    monkeypatch, tmp_path, linear_data, make_input_fn, linear_model_fn, task_type):
+  monkeypatch.setenv("TF_CONFIG", json.dumps({
+      "cluster": {"chief": ["localhost:1"], "ps": ["localhost:2"]},
+      "task": {"type": task_type, "index": 0}}))
+  x, y = linear_data
+  estimator = est.Estimator(linear_model_fn, model_dir=str(tmp_path), params={})
+  with pytest.raises(ValueError, match=r"^Train has been called wrong configuration\. Please "
+                                       r"use tf\.estimator\.train_and_evaluate which calls "
+                                       r"proper API according to given configuration\."):
+    estimator.train(make_input_fn(x, y), steps=1)
+
+
+def test_prediction_mistakes_raise_tf_estimator_errors(tmp_path, linear_data, make_input_fn):
+  x, _ = linear_data
+
+  def model_fn(features, mode, params):
+    w = tf.compat.v1.get_variable("w", [2, 1])
+    prediction = tf.matmul(features["x"], w)
+    predictions = prediction if params["single"] else {
+        "y": prediction, "first": prediction[:1]}
+    return est.EstimatorSpec(mode, predictions=predictions)
+
+  input_fn = make_input_fn(x, repeat=False)
+  single = est.Estimator(model_fn, model_dir=str(tmp_path / "single"), params={"single": True})
+  with pytest.raises(ValueError, match=r"^predict_keys argument is not valid in case of "
+                                       r"non-dict predictions\. "):
+    next(single.predict(input_fn, predict_keys=["y"]))
+  two = est.Estimator(model_fn, model_dir=str(tmp_path / "two"), params={"single": False})
+  with pytest.raises(ValueError, match=re.escape(
+      "Expected to run at least one output from dict_keys(['y', 'first']), provided ['z'].")):
+    next(two.predict(input_fn, predict_keys=["z"]))
+  with pytest.raises(ValueError, match=r"^Batch length of predictions should be same\. first "
+                                       r"has different batch length than others"):
+    next(two.predict(input_fn))
+  assert len(list(two.predict(input_fn, yield_single_examples=False))) == 4

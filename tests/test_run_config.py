@@ -107,10 +107,10 @@ def test_estimator_model_dir_from_argument_or_config(tmp_path, linear_model_fn):
   same = est.Estimator(linear_model_fn, model_dir=str(tmp_path / "b"), params={},
                        config=est.RunConfig(model_dir=str(tmp_path / "b")))
   assert same.model_dir == str(tmp_path / "b")
-  with pytest.raises(ValueError, match=r"model_dir are set both in constructor and RunConfig, "
-                                       r"but with different values.*/a.*/b"):
+  with pytest.raises(ValueError, match=r"`model_dir` are set both in constructor and "
+                                       r"`RunConfig`, but with different values.*/a.*/b"):
     est.Estimator(linear_model_fn, model_dir=str(tmp_path / "a"), params={},
                   config=est.RunConfig(model_dir=str(tmp_path / "b")))
-  with pytest.raises(ValueError, match="config must be an instance of RunConfig"):
+  with pytest.raises(ValueError, match="config must be an instance of `RunConfig`"):
     est.Estimator(linear_model_fn, config={"model_dir": str(tmp_path)}, params={})
   assert not os.listdir(tmp_path)  # constructing an Estimator writes nothing

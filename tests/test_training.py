@@ -237,12 +237,12 @@ def test_specs_are_frozen_validated_and_replaceable():
 
 
 @pytest.mark.parametrize("make, error, message", [
-    (lambda: est.TrainSpec(input_fn()), TypeError, "`input_fn` must be callable"),
+    (lambda: est.TrainSpec("input.csv"), TypeError, "`input_fn` must be callable, given: input.csv"),
     (lambda: est.TrainSpec(input_fn, max_steps=-3), ValueError,
      "Must specify max_steps > 0, given: -3"),
     (lambda: est.TrainSpec(input_fn, max_steps=1.5), TypeError, "max_steps must be an int"),
     (lambda: est.TrainSpec(input_fn, hooks=["not a hook"]), TypeError,
-     "All hooks must be `SessionRunHook` instances, given: 'not a hook'"),
+     "All hooks must be `SessionRunHook` instances, given: not a hook"),
     (lambda: est.TrainSpec(input_fn, saving_listeners=[CountingHook()]), TypeError,
      "All saving_listeners must be `CheckpointSaverListener` instances"),
     (lambda: est.EvalSpec(input_fn, steps=0), ValueError, "Must specify steps > 0, given: 0"),
@@ -272,9 +272,13 @@ def test_bad_spec_arguments_are_refused_with_the_reason(make, error, message):
 def test_train_and_evaluate_checks_its_arguments(local, tmp_path):
   estimator = estimator_for(tmp_path)
   train_spec, eval_spec = est.TrainSpec(input_fn), est.EvalSpec(input_fn)
-  with pytest.raises(TypeError, match="`estimator` must have type"):
+  # tf.estimator's texts, which name its classes.
+  with pytest.raises(TypeError, match=r"^`estimator` must have type `tf\.estimator\.Estimator`\. "
+                                      r"Got: <class 'str'>"):
     est.train_and_evaluate("estimator", train_spec, eval_spec)
-  with pytest.raises(TypeError, match="`train_spec` must have type"):
+  with pytest.raises(TypeError, match=r"^`train_spec` must have type `tf\.estimator\.TrainSpec`\. "
+                                      r"Got: <class 'estimator_lite\.training\.EvalSpec'>"):
     est.train_and_evaluate(estimator, eval_spec, eval_spec)
-  with pytest.raises(TypeError, match="`eval_spec` must have type"):
+  with pytest.raises(TypeError, match=r"^`eval_spec` must have type `tf\.estimator\.EvalSpec`\. "
+                                      r"Got: <class 'NoneType'>"):
     est.train_and_evaluate(estimator, train_spec, None)

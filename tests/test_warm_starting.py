@@ -108,13 +108,20 @@ def test_warm_start_from_a_model_dir_string(tmp_path, old_model):
 
 
 def test_settings_are_validated_and_immutable(tmp_path):
-  with pytest.raises(ValueError, match="ckpt_to_initialize_from=''"):
-    est.WarmStartSettings(ckpt_to_initialize_from="")
+  # tf.estimator's texts, which users' tests match.
+  for empty in ("", None):
+    with pytest.raises(ValueError, match="`ckpt_to_initialize_from` MUST be set in "
+                                         "WarmStartSettings"):
+      est.WarmStartSettings(ckpt_to_initialize_from=empty)
+  with pytest.raises(ValueError, match=r"ckpt_to_initialize_from=3\)"):
+    est.WarmStartSettings(ckpt_to_initialize_from=3)
+  assert est.WarmStartSettings(str(tmp_path).encode()).ckpt_to_initialize_from == str(tmp_path)
   settings = est.WarmStartSettings(str(tmp_path))
   assert settings.vars_to_warm_start == ".*"
   assert settings.var_name_to_vocab_info == {} and settings.var_name_to_prev_var_name == {}
   with pytest.raises(AttributeError):
     settings.vars_to_warm_start = "w"
   assert settings.replace(vars_to_warm_start="w").vars_to_warm_start == "w"
-  with pytest.raises(ValueError, match="warm_start_from must be a path or a WarmStartSettings"):
+  with pytest.raises(ValueError, match="warm_start_from must be a string or a "
+                                       "WarmStartSettings, instead got <class 'int'>"):
     est.Estimator(lambda features: None, warm_start_from=3)

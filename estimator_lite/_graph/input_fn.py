@@ -6,8 +6,9 @@ run, the in-graph loop, a strategy's replicas), evaluation and prediction.
 from __future__ import annotations
 
 import collections.abc
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from estimator_lite._util import fn_args
@@ -73,9 +74,10 @@ def call_input_fn(input_fn: Callable[..., Any], mode: str, params: dict, config:
     TypeError: input_fn is not callable or needs an argument Estimator cannot give.
   """
   if not callable(input_fn):
+    # tf.estimator failed here with TensorFlow's "unsupported callable".
     raise TypeError(
-        f"input_fn must be callable, given: {input_fn!r}. Pass the function "
-        "itself (input_fn=my_input_fn), not its result.")
+        f"unsupported callable: input_fn must be callable, given: {input_fn!r}. Pass "
+        "the function itself (input_fn=my_input_fn), not its result.")
   names = fn_args.fn_args(input_fn)
   unknown = [n for n in fn_args.required_args(input_fn) if n not in _INPUT_FN_ARGS]
   if unknown:
@@ -137,13 +139,13 @@ def split_features_and_labels(batch: Any) -> Tuple[Any, Any]:
   """(features, labels or None) of one element of input: a (features, labels) pair or features.
 
   Raises:
-    ValueError: a tuple or list that is not a pair.
+    ValueError: a tuple or list that is not a pair (tf.estimator's text first).
     TypeError: no features.
   """
   if isinstance(batch, (list, tuple)):
     if len(batch) != 2:
       raise ValueError(
-          f"input_fn should return (features, labels) as a len 2 tuple; it returned "
+          "input_fn should return (features, labels) as a len 2 tuple. It returned "
           f"a {type(batch).__name__} of length {len(batch)}: {batch!r}.")
     features, labels = batch
   else:
@@ -153,18 +155,55 @@ def split_features_and_labels(batch: Any) -> Tuple[Any, Any]:
   return features, labels
 
 
-def _check_structure(value: Any, what: str, returned: Any) -> None:
-  if isinstance(value, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)):
-    return
+# Values a feature or label may be besides a tensor (tf.is_tensor: Tensor,
+# SparseTensor, RaggedTensor, Variable, ...): what tf.convert_to_tensor takes,
+# numbers, strings, numpy arrays and array-likes such as a pandas Series.
+# tf.estimator passed such values to model_fn unchanged, and so does this.
+_PLAIN_VALUES = (bool, int, float, complex, str, bytes, np.ndarray, np.generic)
+
+
+def _is_feature_value(leaf: Any) -> bool:
+  return tf.is_tensor(leaf) or isinstance(leaf, _PLAIN_VALUES) or hasattr(leaf, "__array__")
+
+
+def _leaves(value: Any, path: str) -> Iterator[Tuple[str, Any]]:
+  """(path, leaf) for each leaf of nested dicts, tuples and lists, e.g. ("features['x'][0]", 1)."""
   if isinstance(value, collections.abc.Mapping):
     for key, item in value.items():
-      _check_structure(item, f"{what}[{key!r}]", returned)
-    return
-  raise TypeError(
-      f"input_fn returned {what} = {value!r}, which is not a Tensor, SparseTensor "
-      f"or dict of them (input_fn returned {type(returned).__name__}). An input_fn "
-      "returns a tf.data.Dataset of (features, labels) or of features, or a "
-      "(features, labels) tuple of tensors or dicts of tensors.")
+      yield from _leaves(item, f"{path}[{key!r}]")
+  elif isinstance(value, (list, tuple)):
+    for index, item in enumerate(value):
+      yield from _leaves(item, f"{path}[{index}]")
+  else:
+    yield path, value
+
+
+def _check_structure(value: Any, what: str, returned: Any) -> None:
+  for path, leaf in _leaves(value, what):
+    if not _is_feature_value(leaf):
+      raise TypeError(
+          f"input_fn returned {path} = {leaf!r}, which is neither a tensor nor a value "
+          "convertible to one (a number, string, bytes or numpy array-like) (input_fn "
+          f"returned {type(returned).__name__}). Features and labels are tensors, "
+          "SparseTensors, RaggedTensors or such values, or dicts, tuples or lists of "
+          "them; an input_fn returns a tf.data.Dataset of (features, labels) or of "
+          "features, or a (features, labels) tuple.")
+
+
+def has_end_of_input(features: Any) -> bool:
+  """True if reading `features` can reach the end of input, as tf.estimator judged it.
+
+  That is: a tensor of `features` comes straight from a tf.data iterator, or
+  the current graph has queue runners. Otherwise nothing ever raises
+  OutOfRangeError, and a loop until end of input (predict) never ends.
+  """
+  for _, leaf in _leaves(features, "features"):
+    if tf.is_tensor(leaf):
+      for tensor in tf.nest.flatten(leaf, expand_composites=True):
+        if isinstance(tensor, tf.Tensor) and tensor.op.type == "IteratorGetNext":
+          return True
+  graph = tf.compat.v1.get_default_graph()
+  return bool(graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
 
 
 def parse_input_fn_result(result: Any) -> Tuple[Any, Any, List[tf.compat.v1.train.SessionRunHook]]:

@@ -63,24 +63,35 @@ class ModelFn:
       A ModelFn.
 
     Raises:
-      ValueError: model_fn is not callable, lacks `features`, requires an
-        argument Estimator does not pass, or params are given to a model_fn
-        without `params`.
+      ValueError: model_fn is None, lacks `features`, takes an argument
+        Estimator does not pass, or params are given to a model_fn without
+        `params`.
+      TypeError: model_fn is not callable.
     """
+    # tf.estimator's texts and order, each followed by what to do.
+    if model_fn is None:
+      raise ValueError("model_fn must be provided to Estimator. Pass a function "
+                       f"taking some of {list(_MODEL_FN_ARGS)} and returning an EstimatorSpec.")
     if not callable(model_fn):
-      raise ValueError(f"model_fn must be provided to Estimator and be callable; given {model_fn!r}.")
+      raise TypeError(f"unsupported callable: model_fn must be a function or callable "
+                      f"object, given {model_fn!r}.")
     args = fn_args.fn_args(model_fn)
-    name = fn_args.describe(model_fn)
     if "features" not in args:
-      raise ValueError(f"model_fn ({name}) must include features argument; it takes {list(args)}.")
-    unknown = [a for a in fn_args.required_args(model_fn) if a not in _MODEL_FN_ARGS]
+      raise ValueError(f"model_fn ({model_fn}) must include features argument. "
+                       f"{fn_args.describe(model_fn)} takes {list(args)}.")
+    if params is not None and "params" not in args:
+      raise ValueError(f"model_fn ({model_fn}) does not include params argument, but "
+                       f"params ({params}) is passed to Estimator. Add a params argument "
+                       "to model_fn, or pass no params.")
+    if params is None and "params" in args:
+      _logging.warning("Estimator's model_fn (%s) includes params argument, but params "
+                       "are not passed to Estimator.", model_fn)
+    # Defaulted ones too: Estimator never passes them (tf.estimator refused them).
+    unknown = [a for a in args if a not in _MODEL_FN_ARGS]
     if unknown:
       raise ValueError(
-          f"model_fn ({name}) has following not expected args: {unknown}. It may take "
-          f"only {list(_MODEL_FN_ARGS)}; bind others with functools.partial.")
-    if params is not None and "params" not in args:
-      raise ValueError(f"model_fn ({name}) does not include params argument, but params "
-                       f"({params!r}) are passed to Estimator.")
+          f"model_fn ({model_fn}) has following not expected args: {unknown}. It may "
+          f"take only {list(_MODEL_FN_ARGS)}; bind others with functools.partial.")
     return cls(function=model_fn, params=copy.deepcopy(params or {}),
                accepted_args=tuple(a for a in _MODEL_FN_ARGS if a in args))
 
@@ -127,8 +138,8 @@ class ModelFn:
     _logging.info("Done calling model_fn.")
     if not isinstance(spec, EstimatorSpec):
       raise ValueError(
-          f"model_fn should return an EstimatorSpec (mode {mode!r}); it returned "
-          f"{spec!r}. Return estimator_lite.EstimatorSpec(mode, ...).")
+          f"model_fn should return an EstimatorSpec. In mode {mode!r} it returned "
+          f"{spec!r}; return estimator_lite.EstimatorSpec(mode, ...).")
     if spec.mode != mode:
       raise ValueError(
           f"model_fn was called with mode {mode!r} but returned an EstimatorSpec "

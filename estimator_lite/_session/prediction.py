@@ -40,6 +40,11 @@ def predict(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: 
     tf.compat.v1.train.get_or_create_global_step(graph)
     features, _, input_hooks = input_fn_lib.features_and_labels(
         input_fn, ModeKeys.PREDICT, params, config)
+    if not input_fn_lib.has_end_of_input(features):
+      _logging.warning(
+          "Input graph does not use tf.data.Dataset or contain a QueueRunner. That "
+          "means predict yields forever. This is probably a mistake. Return a finite "
+          "tf.data.Dataset from input_fn, or stop iterating the predictions yourself.")
     spec = model_fn(features, None, ModeKeys.PREDICT, config)
     predictions = _extract_keys(spec.predictions, predict_keys)
     checkpoints.check_restorable(spec.scaffold, checkpoint_path, graph)
@@ -69,14 +74,14 @@ def _extract_keys(predictions: Any, predict_keys: Optional[Sequence[str]]) -> An
     predict_keys = [predict_keys]
   if not isinstance(predictions, dict):
     raise ValueError(
-        f"predict_keys argument is not valid in case of non-dict predictions "
-        f"({predictions!r}); model_fn returned a single tensor.")
+        "predict_keys argument is not valid in case of non-dict predictions. model_fn "
+        f"returned a single tensor, {predictions!r}; leave predict_keys out.")
   missing = [k for k in predict_keys if k not in predictions]
   kept = {key: predictions[key] for key in predict_keys if key in predictions}
   if not kept:
     raise ValueError(
-        f"Expected to run at least one output from {sorted(predictions)}, provided "
-        f"{list(predict_keys)}: none of them is among the predictions.")
+        f"Expected to run at least one output from {predictions.keys()}, provided "
+        f"{predict_keys}. None of them is among the predictions.")
   if missing:
     # tf.estimator dropped unknown keys silently; a typo deserves a word.
     _logging.warning("predict_keys %s are not among the predictions %s; predicting %s.",
@@ -94,7 +99,7 @@ def _batch_length(batch: Dict[str, Any]) -> int:
           "prediction needs a batch dimension. Use yield_single_examples=False.")
     if length is not None and size != length:
       raise ValueError(
-          f"Batch length of predictions should be same. {key!r} has length {size}, "
-          f"others {length}. Use yield_single_examples=False.")
+          f"Batch length of predictions should be same. {key} has different batch "
+          f"length than others: {size}, others {length}. Use yield_single_examples=False.")
     length = size
   return length or 0

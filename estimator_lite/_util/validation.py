@@ -17,13 +17,20 @@ import tensorflow as tf
 LOSS_KEY = "loss"
 GLOBAL_STEP_KEY = "global_step"
 
-# tf.estimator's texts for a hook that is not a SessionRunHook: its TrainSpec
-# and EvalSpec, and its EstimatorSpec (and its other hooks arguments).
-SPEC_HOOKS_ERROR = "All hooks must be `SessionRunHook` instances, given: {!r}"
-HOOKS_ERROR = "All hooks must be SessionRunHook instances, given: {!r}"
-# Its texts for a saving listener that is not a CheckpointSaverListener.
-ESTIMATOR_LISTENERS_ERROR = "saving_listeners must be a list of CheckpointSaverListener, given: {!r}."
-SPEC_LISTENERS_ERROR = "All saving_listeners must be `CheckpointSaverListener` instances, given: {!r}"
+# tf.estimator's texts for a hook that is not a SessionRunHook, by caller:
+# Estimator.train/evaluate/predict and InMemoryEvaluatorHook; TrainSpec and
+# EvalSpec; EstimatorSpec. `{}` is the bad value as str(), as tf.estimator
+# formatted it.
+ESTIMATOR_HOOKS_ERROR = "Hooks must be a SessionRunHook, given: {}"
+SPEC_HOOKS_ERROR = "All hooks must be `SessionRunHook` instances, given: {}"
+HOOKS_ERROR = "All hooks must be SessionRunHook instances, given: {}"
+# Its texts for a saving listener that is not a CheckpointSaverListener:
+# Estimator.train; TrainSpec.
+ESTIMATOR_LISTENERS_ERROR = "saving_listeners must be a list of CheckpointSaverListener, given: {}"
+SPEC_LISTENERS_ERROR = "All saving_listeners must be `CheckpointSaverListener` instances, given: {}"
+# Its text for an `estimator` argument that is not an Estimator
+# (train_and_evaluate, the early-stopping hooks); `{}` is the type given.
+ESTIMATOR_TYPE_ERROR = "`estimator` must have type `tf.estimator.Estimator`. Got: {}"
 
 
 def check_hooks(hooks: Optional[Iterable[Any]], where: str, message: str = HOOKS_ERROR
@@ -33,8 +40,9 @@ def check_hooks(hooks: Optional[Iterable[Any]], where: str, message: str = HOOKS
   Args:
     hooks: an iterable of hooks, or None.
     where: the argument that held them, e.g. "Estimator.train(hooks=...)".
-    message: the error text, with `{!r}` for the bad value (HOOKS_ERROR or
-      SPEC_HOOKS_ERROR).
+    message: tf.estimator's text for this caller, with `{}` for the bad value
+      (ESTIMATOR_HOOKS_ERROR, SPEC_HOOKS_ERROR or HOOKS_ERROR); the error
+      starts with it.
 
   Raises:
     TypeError: `hooks` is not iterable, or an element is not a SessionRunHook.
@@ -46,8 +54,10 @@ def check_hooks(hooks: Optional[Iterable[Any]], where: str, message: str = HOOKS
                     "tf.compat.v1.train.SessionRunHook objects.") from None
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise TypeError(message.format(hook) + f" in {where}. Subclass "
-                      "tf.compat.v1.train.SessionRunHook (estimator_lite.SessionRunHook).")
+      raise TypeError(
+          f"{message.format(hook)}. Every hook in {where} must be an instance of "
+          "tf.compat.v1.train.SessionRunHook (estimator_lite.SessionRunHook); this one "
+          f"is a {type(hook).__name__}.")
   return hooks
 
 
@@ -57,8 +67,8 @@ def check_saving_listeners(listeners: Optional[Iterable[Any]], message: str
 
   Args:
     listeners: an iterable of listeners, or None.
-    message: the error text, with `{!r}` for the bad value
-      (ESTIMATOR_LISTENERS_ERROR or SPEC_LISTENERS_ERROR).
+    message: tf.estimator's text for this caller, with `{}` for the bad value
+      (ESTIMATOR_LISTENERS_ERROR or SPEC_LISTENERS_ERROR); the error starts with it.
 
   Raises:
     TypeError: an element is not a CheckpointSaverListener.
@@ -66,8 +76,9 @@ def check_saving_listeners(listeners: Optional[Iterable[Any]], message: str
   listeners = tuple(listeners or ())
   for listener in listeners:
     if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-      raise TypeError(message.format(listener) + " Subclass "
-                      "tf.compat.v1.train.CheckpointSaverListener.")
+      raise TypeError(
+          f"{message.format(listener)}. Subclass tf.compat.v1.train.CheckpointSaverListener;"
+          f" this one is a {type(listener).__name__}.")
   return listeners
 
 

@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from estimator_lite._cluster import stop_marker
 from estimator_lite._util import cadence as cadence_lib
+from estimator_lite._util import validation
 # tf.estimator's early_stopping module had it; programs call it from here.
 from estimator_lite._util.events import read_eval_metrics
 from estimator_lite.estimator import Estimator
@@ -44,8 +45,8 @@ _STOP_NAME = "STOP"
 
 def _check_estimator(estimator: Any) -> None:
   if not isinstance(estimator, Estimator):
-    raise TypeError("`estimator` must have type `estimator_lite.Estimator`. "
-                    f"Got: {type(estimator)}")
+    raise TypeError(validation.ESTIMATOR_TYPE_ERROR.format(type(estimator)) +
+                    ". Pass the estimator_lite.Estimator being trained.")
 
 
 def make_early_stopping_hook(estimator: Estimator, should_stop_fn: Callable[[], bool],
@@ -79,7 +80,8 @@ def make_early_stopping_hook(estimator: Estimator, should_stop_fn: Callable[[], 
                      f"Got run_every_secs={run_every_secs}, run_every_steps="
                      f"{run_every_steps}; pass run_every_secs=None to check every N steps.")
   if not callable(should_stop_fn):
-    raise TypeError(f"`should_stop_fn` must be callable; got {should_stop_fn!r}.")
+    raise TypeError(f"`should_stop_fn` must be callable. Got {should_stop_fn!r}; pass a "
+                    "function of no arguments returning a bool.")
   if estimator.config.is_chief:
     return _StopOnPredicateHook(should_stop_fn, run_every_secs, run_every_steps,
                                 model_dir=estimator.model_dir)

@@ -62,7 +62,8 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
     self._name = name
     self._eval_dir = estimator.eval_dir(name)
     self._hooks = eval_session.hooks_with_steps(
-        validation.check_hooks(hooks, "InMemoryEvaluatorHook(hooks=...)"),
+        validation.check_hooks(hooks, "InMemoryEvaluatorHook(hooks=...)",
+                               validation.ESTIMATOR_HOOKS_ERROR),
         validation.check_positive_int("steps", steps))
     self._cadence = cadence_lib.Cadence(every_steps=every_n_iter)
     self._graph = tf.Graph()  # replaced by a fresh one in begin()

@@ -94,6 +94,12 @@ def test_local_train_and_evaluate_stops_when_loss_stalls_and_exports_final(tmp_p
         est.experimental.stop_if_higher_hook(estimator, "accuracy", 0.9)])
   with pytest.raises(ValueError, match="Only one of `run_every_secs` and `run_every_steps`"):
     est.experimental.stop_if_higher_hook(estimator, "loss", 1.0, run_every_steps=5)
+  # tf.estimator's texts, which users' tests match.
+  with pytest.raises(TypeError, match=r"^`should_stop_fn` must be callable\. "):
+    est.experimental.make_early_stopping_hook(estimator, "loss < 0.1")
+  with pytest.raises(TypeError, match=r"^`estimator` must have type `tf\.estimator\.Estimator`\. "
+                                      r"Got: <class 'str'>"):
+    est.experimental.make_early_stopping_hook("estimator", lambda: False)
 
 
 def test_in_memory_evaluator_evaluates_live_variables_every_n_iterations(tmp_path):
@@ -113,6 +119,8 @@ def test_in_memory_evaluator_evaluates_live_variables_every_n_iterations(tmp_pat
   assert final["mae"] == pytest.approx(history[30]["mae"], rel=1e-5)
   with pytest.raises(ValueError, match="invalid every_n_iter=0"):
     est.experimental.InMemoryEvaluatorHook(estimator, _eval_input_fn, every_n_iter=0)
+  with pytest.raises(TypeError, match=r"^Hooks must be a SessionRunHook, given: NotAHook\. "):
+    est.experimental.InMemoryEvaluatorHook(estimator, _eval_input_fn, hooks=["NotAHook"])
 
 
 def test_stop_at_checkpoint_step_hook_waits_for_the_saved_step(tmp_path, monkeypatch):

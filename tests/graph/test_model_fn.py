@@ -76,13 +76,24 @@ def test_model_fn_may_take_any_subset_of_arguments_by_name(
   assert estimator.get_variable_value("global_step") == 2
 
 
-def test_params_without_params_argument_is_an_error():
-  with pytest.raises(ValueError, match=r"does not include params argument.*\{'lr': 1\}"):
+def test_unusable_model_fns_raise_tf_estimator_errors():
+  # tf.estimator's type and text first, in its order; then what to do.
+  with pytest.raises(ValueError, match=r"^model_fn must be provided to Estimator\. "):
+    est.Estimator(None)
+  with pytest.raises(TypeError, match=r"unsupported callable.*'model.py'"):
+    est.Estimator("model.py")
+  with pytest.raises(ValueError, match=r"^model_fn \(<function _features_labels at .*\) does "
+                                       r"not include params argument, but params "
+                                       r"\(\{'lr': 1\}\) is passed to Estimator\."):
     est.Estimator(_features_labels, params={"lr": 1})
-  with pytest.raises(ValueError, match="must include features argument"):
+  with pytest.raises(ValueError, match=r"^model_fn \(.*\) must include features argument\. "):
     est.Estimator(lambda labels, mode: None)
-  with pytest.raises(ValueError, match=r"not expected args: \['hidden_units'\]"):
+  with pytest.raises(ValueError, match=r"^model_fn \(.*\) has following not expected args: "
+                                       r"\['hidden_units'\]"):
     est.Estimator(lambda features, hidden_units: None)
+  # One with a default is refused too: Estimator would never pass it.
+  with pytest.raises(ValueError, match=r"not expected args: \['debug'\]"):
+    est.Estimator(lambda features, labels, debug=False: None)
 
 
 def _returns(make):
@@ -107,7 +118,7 @@ def _returns(make):
     ("predict", lambda m, l, t, p: est.EstimatorSpec(m, loss=l),
      r"Missing predictions.*mode 'infer'"),
     ("train", lambda m, l, t, p: {"loss": l, "train_op": t},
-     r"model_fn should return an EstimatorSpec \(mode 'train'\).*\{'loss'"),
+     r"model_fn should return an EstimatorSpec\. In mode 'train' it returned \{'loss'"),
     ("evaluate", lambda m, l, t, p: est.EstimatorSpec(est.ModeKeys.TRAIN, loss=l, train_op=t),
      r"called with mode 'eval' but returned an EstimatorSpec for mode 'train'"),
 ], ids=["train_no_loss", "eval_no_loss", "no_train_op", "no_predictions",
