@@ -234,13 +234,16 @@ def test_specs_are_frozen_validated_and_replaceable():
   with pytest.raises(TypeError):
     est.EvalSpec(input_fn, 5, "n", None, None, 1, 2, 10)  # pylint: disable=too-many-function-args
   assert eval_spec.replace(every_n_steps=10).every_n_steps == 10
+  # A whole-number float, as tf.estimator programs write max_steps=1e6.
+  assert est.TrainSpec(input_fn, max_steps=1e6).max_steps == 1e6
 
 
 @pytest.mark.parametrize("make, error, message", [
     (lambda: est.TrainSpec("input.csv"), TypeError, "`input_fn` must be callable, given: input.csv"),
     (lambda: est.TrainSpec(input_fn, max_steps=-3), ValueError,
      "Must specify max_steps > 0, given: -3"),
-    (lambda: est.TrainSpec(input_fn, max_steps=1.5), TypeError, "max_steps must be an int"),
+    (lambda: est.TrainSpec(input_fn, max_steps=1.5), TypeError,
+     "max_steps must be an int or None, given: 1.5"),
     (lambda: est.TrainSpec(input_fn, hooks=["not a hook"]), TypeError,
      "All hooks must be `SessionRunHook` instances, given: not a hook"),
     (lambda: est.TrainSpec(input_fn, saving_listeners=[CountingHook()]), TypeError,

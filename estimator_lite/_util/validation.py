@@ -90,12 +90,18 @@ def is_int(value: Any) -> bool:
 def check_positive_int(name: str, value: Any) -> Optional[int]:
   """Returns `value` as an int, or None for None.
 
+  A float holding a whole number (`max_steps=1e6`, which tf.estimator took)
+  counts as that integer.
+
   Raises:
-    TypeError: not an integer.
+    TypeError: not a whole number.
     ValueError: not > 0 (tf.estimator's "Must specify ... > 0" text).
   """
   if value is None:
     return None
+  if isinstance(value, numbers.Real) and not is_int(value) and not isinstance(value, bool):
+    if float(value).is_integer():
+      value = int(value)
   if not is_int(value):
     raise TypeError(f"{name} must be an int or None, given: {value!r}.")
   if value <= 0:
