@@ -1,4 +1,4 @@
-"""RunConfig: tf.estimator's defaults, checks and texts, replace(), subclassing, and how Estimator uses model_dir."""
+"""RunConfig: tf.estimator's defaults, checks and texts, replace(), subclassing, Estimator's model_dir."""
 import functools
 import json
 import os
@@ -75,8 +75,8 @@ def test_checkpoint_cadence_steps_or_secs_never_both():
      "experimental_max_worker_delay_secs must be an integer if set.", "=2.5"),
     ({"session_creation_timeout_secs": 0}, ValueError,
      "session_creation_timeout_secs should be > 0", "session_creation_timeout_secs=0"),
-    ({"device_fn": "/cpu:0"}, ValueError, 'device_fn must be callable with exactly one argument "op".',
-     "def device_fn(op)"),
+    ({"device_fn": "/cpu:0"}, ValueError,
+     'device_fn must be callable with exactly one argument "op".', "def device_fn(op)"),
     # The argument must be named `op`, as tf.estimator required.
     ({"device_fn": lambda x: "/cpu:0"}, ValueError,
      'device_fn must be callable with exactly one argument "op".', "RunConfig(device_fn=<function"),
@@ -158,7 +158,7 @@ def test_replace_allowed_and_unknown_keys():
     config.replace(model_dir="")
   with pytest.raises(ValueError, match="^keep_checkpoint_every_n_hours should be > 0"):
     config.replace(keep_checkpoint_every_n_hours=0)
-  with pytest.raises(ValueError, match='^device_fn must be callable with exactly one argument "op"'):
+  with pytest.raises(ValueError, match='^device_fn must be callable with exactly one argument'):
     config.replace(device_fn=lambda x, y: 0)
 
 
@@ -226,5 +226,6 @@ def test_tf2_parameter_server_strategy_is_refused_with_tf_estimators_text(argume
     est.RunConfig(**{argument: strategy_class.__new__(strategy_class)})
   message = str(raised.value)
   assert message.startswith("Please use `tf.compat.v1.distribute.experimental."
-                            "ParameterServerStrategy` for parameter server strategy with estimator.")
+                            "ParameterServerStrategy` for parameter server strategy with "
+                            "estimator.")
   assert "leave train_distribute=None and list 'ps' tasks in TF_CONFIG" in message

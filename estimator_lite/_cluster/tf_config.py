@@ -1,4 +1,4 @@
-"""Reads the TF_CONFIG environment variable: this process's role in a cluster, and the platform's keys.
+"""Reads the TF_CONFIG environment variable: this process's role in a cluster, the other keys.
 
 Semantics follow tf.estimator 2.15's RunConfig: the same keys ("cluster",
 "task", "session_master", "eval_session_master", "model_dir", "service"), the
@@ -54,7 +54,7 @@ class TFConfigError(ValueError):
 
 
 class TFConfigTypeError(TFConfigError, TypeError):
-  """A TF_CONFIG value of the wrong type: a TypeError, as tf.estimator raised, and a TFConfigError."""
+  """A TF_CONFIG value of the wrong type: a TypeError (as tf.estimator raised) and a TFConfigError."""
 
 
 @attrs.frozen

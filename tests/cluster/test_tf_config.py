@@ -157,32 +157,35 @@ def test_jobs_given_as_index_maps_or_empty(monkeypatch):
   # ClusterSpec form), and a job with no tasks; the latter is left out.
   cluster = {"chief": ["h0:1"], "worker": {"1": "h2:1"}, "ps": []}
   worker = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "worker", "index": 1}})
-  assert (worker.master, worker.num_worker_replicas, worker.num_ps_replicas) == ("grpc://h2:1", 2, 0)
+  assert worker.master == "grpc://h2:1"
+  assert (worker.num_worker_replicas, worker.num_ps_replicas) == (2, 0)
   assert worker.cluster_spec.jobs == ["chief", "worker"]
   # The evaluator is outside the training cluster, whatever its index
   # (train_and_evaluate refuses more than one).
   kubeflow = dict(CLUSTER, evaluator=["h4:1", "h5:1"])
-  evaluator = run_config(monkeypatch, {"cluster": kubeflow, "task": {"type": "evaluator", "index": 1}})
-  assert (evaluator.task_type, evaluator.task_id, evaluator.cluster_spec.jobs) == ("evaluator", 1, [])
+  evaluator = run_config(monkeypatch, {"cluster": kubeflow,
+                                       "task": {"type": "evaluator", "index": 1}})
+  assert (evaluator.task_type, evaluator.task_id) == ("evaluator", 1)
+  assert evaluator.cluster_spec.jobs == []
 
 
-@pytest.mark.parametrize("task_type, filters", [
-    ("chief", ["/job:ps", "/job:chief"]),
-    ("worker", ["/job:ps", "/job:worker/task:1"]),
-    ("ps", ["/job:ps", "/job:worker", "/job:chief", "/job:master"]),
+@pytest.mark.parametrize("task_type, index, filters", [
+    ("chief", 0, ["/job:ps", "/job:chief"]),
+    ("worker", 1, ["/job:ps", "/job:worker/task:1"]),
+    ("ps", 0, ["/job:ps", "/job:worker", "/job:chief", "/job:master"]),
 ])
-def test_cluster_session_config_filters_devices_by_role(monkeypatch, task_type, filters):
+def test_cluster_session_config_filters_devices_by_role(monkeypatch, task_type, index, filters):
   # tf.estimator's: trainers see the ps tasks and themselves only; a ps task
   # serves every trainer. Otherwise tf.estimator's default session config.
-  config = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": task_type, "index": 1
-                                                                 if task_type == "worker" else 0}})
+  config = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": task_type, "index": index}})
   expected = est.run_config.get_default_session_config()
   expected.device_filters.extend(filters)
   assert config.session_config == expected
 
 
 def test_cluster_session_config_none_for_evaluator_given_one_or_strategy(monkeypatch):
-  evaluator = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}})
+  evaluator = run_config(monkeypatch, {"cluster": CLUSTER,
+                                       "task": {"type": "evaluator", "index": 0}})
   assert evaluator.session_config is None
   mine = tf.compat.v1.ConfigProto(log_device_placement=True)
   monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER,

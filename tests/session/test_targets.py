@@ -55,7 +55,8 @@ def test_sessions_without_a_session_config_run_with_tf_estimators_default(monkey
   # RunConfig.session_config is None (as in tf.estimator); the sessions still
   # get soft placement and one Grappler pass, as tf.estimator's Estimator gave.
   default = est.run_config.get_default_session_config()
-  assert default.allow_soft_placement and default.graph_options.rewrite_options.meta_optimizer_iterations
+  assert default.allow_soft_placement
+  assert default.graph_options.rewrite_options.meta_optimizer_iterations
   local = _config(monkeypatch)
   assert local.session_config is None
   assert targets.training_target(local).session_config == default
