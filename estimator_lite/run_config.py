@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
+import numbers
 import os
-from typing import Any, Callable, Dict, Generic, Optional, TypeVar, Union, overload
+from typing import Any, Callable, Dict, Generic, List, Optional, TypeVar, Union, overload
 
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from estimator_lite._cluster import strategy_checks as _strategy_checks
 from estimator_lite._cluster import tf_config as _tf_config
+from estimator_lite._util import validation
+
+_logging = tf.compat.v1.logging
 
 # Any: the sentinel default of arguments typed Optional[int] / Optional[float].
 _USE_DEFAULT: Any = object()
@@ -17,13 +23,41 @@ _DEFAULT_CHECKPOINT_SECS = 600
 _RunConfigT = TypeVar("_RunConfigT", bound="RunConfig")
 _T = TypeVar("_T")
 
-_REPLACEABLE = (
+# What tf.estimator's replace() allowed, in its order (its error lists them).
+_TF_REPLACEABLE = [
     "model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
     "save_checkpoints_secs", "session_config", "keep_checkpoint_max",
     "keep_checkpoint_every_n_hours", "log_step_count_steps", "train_distribute",
     "device_fn", "protocol", "eval_distribute", "experimental_distribute",
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
-    "checkpoint_save_graph_def", "steps_per_loop")
+    "checkpoint_save_graph_def"]
+# estimator_lite's own constructor argument is replaceable too.
+_REPLACEABLE = _TF_REPLACEABLE + ["steps_per_loop"]
+_FROM_TF_CONFIG = ("cluster_spec", "task_type", "task_id", "master", "evaluation_master",
+                   "num_ps_replicas", "num_worker_replicas", "is_chief",
+                   "global_id_in_cluster", "service")
+_SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
+_PROTOCOLS = (None, "grpc", "grpc+verbs")
+_MODEL_DIR_EMPTY = ("model_dir should be non-empty. RunConfig(model_dir=''): pass a directory, "
+                    "or None for a temporary one.")
+
+# (name, tf.estimator's text, the bound, whether the bound itself is allowed, what to pass).
+_BOUNDED_NUMBERS = (
+    ("save_summary_steps", "save_summary_steps should be >= 0", 0, True,
+     "pass a number of steps, or None (or 0) to write no summaries."),
+    ("save_checkpoints_steps", "save_checkpoints_steps should be >= 0", 0, True,
+     "pass a number of steps, or None."),
+    ("save_checkpoints_secs", "save_checkpoints_secs should be >= 0", 0, True,
+     "pass a number of seconds, or None."),
+    ("keep_checkpoint_max", "keep_checkpoint_max should be >= 0", 0, True,
+     "pass how many checkpoints to keep, or None (or 0) to keep them all."),
+    ("keep_checkpoint_every_n_hours", "keep_checkpoint_every_n_hours should be > 0", 0, False,
+     "pass a number of hours (the default, 10000, keeps none this way), or None."),
+    ("log_step_count_steps", "log_step_count_steps should be > 0", 0, False,
+     "pass a number of steps, or None to log no step rate."),
+    ("session_creation_timeout_secs", "session_creation_timeout_secs should be > 0", 0, False,
+     "pass a number of seconds, or None to wait without limit."),
+)
 
 
 class TaskType:
@@ -35,30 +69,146 @@ class TaskType:
   EVALUATOR = _tf_config.EVALUATOR
 
 
-def _check_count(name: str, value: Optional[float], minimum: float, allow_none: bool = True
-                 ) -> None:
-  if value is None and allow_none:
-    return
-  if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-    raise ValueError(
-        f"RunConfig({name}={value!r}): {name} must be a number >= {minimum}"
-        + (" or None." if allow_none else "."))
+def get_default_session_config() -> tf.compat.v1.ConfigProto:
+  """The session config of a RunConfig whose `session_config` is None: tf.estimator's default.
 
+  Soft placement, and one Grappler pass, which keeps graph setup (the time to
+  the first step) short without changing results.
 
-def _default_session_config(role: _tf_config.ClusterRole) -> tf.compat.v1.ConfigProto:
-  # tf.estimator's default: one Grappler pass keeps graph setup (time to the
-  # first step) short without changing results.
-  config = tf.compat.v1.ConfigProto(
+  Returns:
+    A new `tf.compat.v1.ConfigProto`.
+  """
+  return tf.compat.v1.ConfigProto(
       allow_soft_placement=True,
       graph_options=tf.compat.v1.GraphOptions(
           rewrite_options=rewriter_config_pb2.RewriterConfig(
               meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)))
-  if role.distributed and role.task_type in (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER):
-    # A worker talks to the ps tasks and itself only, so it neither waits for
-    # nor depends on the other workers being up.
-    config.device_filters.extend(
-        ["/job:ps", f"/job:{role.task_type}/task:{role.task_id}"])
+
+
+def effective_session_config(config: "RunConfig") -> tf.compat.v1.ConfigProto:
+  """The ConfigProto the sessions and servers of `config` run with.
+
+  `config.session_config`, or `get_default_session_config()` when it is None,
+  as tf.estimator's Estimator did.
+
+  Args:
+    config: a RunConfig.
+
+  Returns:
+    A `tf.compat.v1.ConfigProto` (the RunConfig's own, or a new default one).
+  """
+  session_config = config.session_config
+  return get_default_session_config() if session_config is None else session_config
+
+
+# Each job's device filters in a between-graph cluster, as tf.estimator set
+# them: a trainer sees the ps tasks and itself only, so it neither waits for
+# nor depends on the other trainers; a ps task serves all trainers.
+_DEVICE_FILTERS = {
+    TaskType.MASTER: ["/job:ps", "/job:master"],
+    TaskType.CHIEF: ["/job:ps", "/job:chief"],
+    TaskType.PS: ["/job:ps", "/job:worker", "/job:chief", "/job:master"],
+}
+
+
+def _cluster_session_config(role: _tf_config.ClusterRole) -> Optional[tf.compat.v1.ConfigProto]:
+  """tf.estimator's session_config for a task of a between-graph cluster (None for other jobs)."""
+  if role.task_type == TaskType.WORKER:
+    filters = ["/job:ps", f"/job:worker/task:{role.task_id}"]
+  elif isinstance(role.task_type, str) and role.task_type in _DEVICE_FILTERS:
+    filters = _DEVICE_FILTERS[role.task_type]
+  else:  # the evaluator, and jobs tf.estimator had no role for
+    return None
+  config = get_default_session_config()
+  config.device_filters.extend(filters)
   return config
+
+
+def _positional_names(fn: Any) -> Optional[List[str]]:
+  """The names `fn` takes positionally (after a partial's bound ones), or None if unknown."""
+  if isinstance(fn, functools.partial):
+    names = _positional_names(fn.func)
+    if names is None:
+      return None
+    return [name for name in names[len(fn.args):] if name not in fn.keywords]
+  try:
+    parameters = inspect.signature(fn).parameters.values()
+  except (TypeError, ValueError):
+    return None
+  return [p.name for p in parameters
+          if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+
+
+def _path(model_dir: Any) -> Optional[str]:
+  """model_dir as a str (an os.PathLike resolved), or None."""
+  if isinstance(model_dir, os.PathLike):
+    model_dir = os.fspath(model_dir)
+    if isinstance(model_dir, bytes):
+      model_dir = model_dir.decode()
+  if model_dir is not None and not isinstance(model_dir, str):
+    raise TypeError(f"RunConfig(model_dir={model_dir!r}): model_dir must be a path (a str "
+                    "or os.PathLike), or None.")
+  if model_dir == "":
+    raise ValueError(_MODEL_DIR_EMPTY)
+  return model_dir
+
+
+def _check_settings(values: Dict[str, Any]) -> None:
+  """Raises for a bad setting, in tf.estimator's order, with its text first."""
+  for name, tf_text, bound, bound_allowed, advice in _BOUNDED_NUMBERS:
+    value = values[name]
+    if value is None:
+      continue
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+      raise TypeError(f"{tf_text}. RunConfig({name}={value!r}) is a {type(value).__name__}: "
+                      f"{advice}")
+    if not (float(value) >= bound if bound_allowed else float(value) > bound):
+      raise ValueError(f"{tf_text}. RunConfig({name}={value!r}): {advice}")
+  session_config = values["session_config"]
+  if session_config is not None and not isinstance(session_config, tf.compat.v1.ConfigProto):
+    raise ValueError(
+        f"session_config must be instance of ConfigProto. RunConfig(session_config="
+        f"{session_config!r}): pass a tf.compat.v1.ConfigProto, or None for the default.")
+  seed = values["tf_random_seed"]
+  if seed is not None and not validation.is_int(seed):
+    raise ValueError(f"tf_random_seed must be integer. RunConfig(tf_random_seed={seed!r}): "
+                     "pass an int, or None.")
+  delay = values["experimental_max_worker_delay_secs"]
+  if delay is not None and not validation.is_int(delay):
+    raise ValueError(
+        "experimental_max_worker_delay_secs must be an integer if set. RunConfig("
+        f"experimental_max_worker_delay_secs={delay!r}): pass a whole number of seconds, "
+        "or None (workers then wait up to 60).")
+  device_fn = values["device_fn"]
+  if device_fn is not None and (not callable(device_fn) or
+                                _positional_names(device_fn) != ["op"]):
+    raise ValueError(
+        'device_fn must be callable with exactly one argument "op". RunConfig(device_fn='
+        f"{device_fn!r}): pass a function of the Operation that returns its device, "
+        "e.g. `def device_fn(op): return '/cpu:0'`.")
+  if values["protocol"] not in _PROTOCOLS:
+    raise ValueError(f"protocol should be grpc or grpc+verbs. RunConfig(protocol="
+                     f"{values['protocol']!r}): None means grpc.")
+  steps_per_loop = values["steps_per_loop"]
+  if not validation.is_int(steps_per_loop) or steps_per_loop < 1:
+    raise ValueError(
+        f"RunConfig(steps_per_loop={steps_per_loop!r}): steps_per_loop must be an int >= 1 "
+        "(1 runs one step per Session.run, as tf.estimator did).")
+
+
+def _model_dir(model_dir: Any, tf_config: _tf_config.TFConfig) -> Optional[str]:
+  """The constructor's model_dir, or TF_CONFIG's; both must agree (as tf.estimator)."""
+  model_dir = _path(model_dir)
+  from_tf_config = tf_config.model_dir()
+  if from_tf_config:
+    if model_dir and model_dir != from_tf_config:
+      raise ValueError(
+          "`model_dir` provided in RunConfig construct, if set, must have the same value as "
+          f'the model_dir in TF_CONFIG. model_dir: {model_dir}\nTF_CONFIG["model_dir"]: '
+          f"{from_tf_config}.\nPass the same directory, or leave model_dir out of RunConfig "
+          "to use TF_CONFIG's.")
+    _logging.info("Using model_dir in TF_CONFIG: %s", from_tf_config)
+  return model_dir or from_tf_config
 
 
 class _Setting(Generic[_T]):
@@ -99,19 +249,22 @@ class _Setting(Generic[_T]):
 class RunConfig:
   """Configuration of an Estimator run: tf.estimator's RunConfig, argument for argument.
 
-  The cluster role (task_type, task_id, is_chief, master, ...) is read from the
-  TF_CONFIG environment variable at construction; see DESIGN.md, "Roles from
-  TF_CONFIG".
+  The cluster role (task_type, task_id, is_chief, master, ...), `service` and
+  possibly `model_dir` are read from the TF_CONFIG environment variable at
+  construction, as tf.estimator did; see README, "Run on a cluster".
 
   Args:
-    model_dir: directory for checkpoints, summaries and exports.
+    model_dir: directory for checkpoints, summaries and exports; None: TF_CONFIG's
+      "model_dir" if set (both given must agree), else the Estimator's.
     tf_random_seed: graph-level random seed.
     save_summary_steps: write summaries every this many steps (None: never).
     save_checkpoints_steps: save every this many steps; excludes
       save_checkpoints_secs.
     save_checkpoints_secs: save every this many seconds; 600 when neither is
       given. Both explicitly None disables periodic checkpoints.
-    session_config: a `tf.compat.v1.ConfigProto`.
+    session_config: a `tf.compat.v1.ConfigProto`, or None. None in a TF_CONFIG
+      cluster becomes tf.estimator's default with the task's device filters;
+      otherwise sessions use `get_default_session_config()`.
     keep_checkpoint_max: newest checkpoints to keep (None or 0: all).
     keep_checkpoint_every_n_hours: also keep one checkpoint every N hours.
     log_step_count_steps: log loss and global_step/sec every N steps.
@@ -120,15 +273,16 @@ class RunConfig:
       (TF_CONFIG chief and workers, no ps), `OneDeviceStrategy` or
       `CentralStorageStrategy`. input_fn's batch is per replica. See README,
       "Distribution strategies".
-    device_fn: function of an Operation returning its device, overriding the
-      default placement (e.g. `replica_device_setter`).
-    protocol: server protocol, "grpc" by default.
+    device_fn: function of an Operation (one argument, named `op`) returning
+      its device, overriding the default placement (e.g. `replica_device_setter`).
+    protocol: server protocol: None or "grpc" (the default), or "grpc+verbs".
     eval_distribute: a `tf.distribute.Strategy` for evaluation (one process:
       not a MultiWorkerMirroredStrategy across several workers), or None.
     experimental_distribute: accepted for signature compatibility; unused.
-    experimental_max_worker_delay_secs: cap on the staggered start of workers.
+    experimental_max_worker_delay_secs: cap (an int) on the staggered start of
+      workers.
     session_creation_timeout_secs: how long a worker waits for the chief's
-      session (initialisation) before failing.
+      session (initialisation) before failing; None: without limit.
     checkpoint_save_graph_def: write graph.pbtxt and the graph into .meta files.
     steps_per_loop: keyword-only, estimator_lite's own: train this many steps
       per `Session.run` in an in-graph loop (TPUEstimator's
@@ -138,9 +292,13 @@ class RunConfig:
 
   Raises:
     ValueError: a value out of range, both checkpoint cadences given, a
-      malformed TF_CONFIG (the message quotes it), or a distribution strategy
-      that cannot run in graph mode or does not fit TF_CONFIG (the message says
-      what to use instead).
+      model_dir other than TF_CONFIG's, a malformed TF_CONFIG (the message
+      quotes it), or a distribution strategy that cannot run in graph mode or
+      does not fit TF_CONFIG (the message says what to use instead). Each
+      starts with tf.estimator's text where tf.estimator raised too.
+    TypeError: a count or duration that is not a number, a model_dir that is
+      not a path, or a TF_CONFIG value of the wrong type (a
+      `TFConfigTypeError`, also a ValueError).
   """
 
   def __init__(self,
@@ -158,70 +316,50 @@ class RunConfig:
                protocol: Optional[str] = None,
                eval_distribute: Optional[tf.distribute.Strategy] = None,
                experimental_distribute: Any = None,
-               experimental_max_worker_delay_secs: Optional[float] = None,
-               session_creation_timeout_secs: float = 7200,
+               experimental_max_worker_delay_secs: Optional[int] = None,
+               session_creation_timeout_secs: Optional[float] = 7200,
                checkpoint_save_graph_def: bool = True,
                *,
                steps_per_loop: int = 1) -> None:
-    if (save_checkpoints_steps not in (_USE_DEFAULT, None) and
-        save_checkpoints_secs not in (_USE_DEFAULT, None)):
-      raise ValueError(
-          # tf.estimator's wording, which users' tests match on.
-          "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set: got "
-          f"save_checkpoints_steps={save_checkpoints_steps!r} and "
-          f"save_checkpoints_secs={save_checkpoints_secs!r}; pass only one.")
     if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
       save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_CHECKPOINT_SECS
-    if save_checkpoints_steps is _USE_DEFAULT:
-      save_checkpoints_steps = None
-    if save_checkpoints_secs is _USE_DEFAULT:
+    elif save_checkpoints_secs is _USE_DEFAULT:
       save_checkpoints_secs = None
-    if model_dir is not None:
-      model_dir = os.fspath(model_dir)
-      if not isinstance(model_dir, str) or not model_dir:
-        raise ValueError(f"RunConfig(model_dir={model_dir!r}): model_dir must be a non-empty path.")
-    _check_count("save_summary_steps", save_summary_steps, 0)
-    _check_count("save_checkpoints_steps", save_checkpoints_steps, 1)
-    _check_count("save_checkpoints_secs", save_checkpoints_secs, 0)
-    _check_count("keep_checkpoint_max", keep_checkpoint_max, 0)
-    _check_count("keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours, 0)
-    _check_count("log_step_count_steps", log_step_count_steps, 1)
-    _check_count("session_creation_timeout_secs", session_creation_timeout_secs, 0, allow_none=False)
-    _check_count("experimental_max_worker_delay_secs", experimental_max_worker_delay_secs, 0)
-    if isinstance(steps_per_loop, bool) or not isinstance(steps_per_loop, int) or steps_per_loop < 1:
+    elif save_checkpoints_steps is _USE_DEFAULT:
+      save_checkpoints_steps = None
+    elif save_checkpoints_steps is not None and save_checkpoints_secs is not None:
       raise ValueError(
-          f"RunConfig(steps_per_loop={steps_per_loop!r}): steps_per_loop must be an int >= 1 "
-          "(1 runs one step per Session.run, as tf.estimator did).")
-    if tf_random_seed is not None and (isinstance(tf_random_seed, bool) or
-                                       not isinstance(tf_random_seed, int)):
-      raise ValueError(f"RunConfig(tf_random_seed={tf_random_seed!r}): the seed must be an int or None.")
-    if session_config is not None and not isinstance(session_config, tf.compat.v1.ConfigProto):
-      raise ValueError(
-          f"RunConfig(session_config={session_config!r}): pass a tf.compat.v1.ConfigProto or None.")
-    if device_fn is not None and not callable(device_fn):
-      raise ValueError(f"RunConfig(device_fn={device_fn!r}): device_fn must be callable (op -> device string).")
-
-    self._model_dir = model_dir
-    self._tf_random_seed = tf_random_seed
-    self._save_summary_steps = save_summary_steps
-    self._save_checkpoints_steps = save_checkpoints_steps
-    self._save_checkpoints_secs = save_checkpoints_secs
-    self._user_session_config = session_config
-    self._keep_checkpoint_max = keep_checkpoint_max
-    self._keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
-    self._log_step_count_steps = log_step_count_steps
-    self._train_distribute = train_distribute
-    self._device_fn = device_fn
-    self._protocol = protocol
-    self._eval_distribute = eval_distribute
-    self._experimental_distribute = experimental_distribute
-    self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
-    self._session_creation_timeout_secs = session_creation_timeout_secs
-    self._checkpoint_save_graph_def = checkpoint_save_graph_def
-    self._steps_per_loop = steps_per_loop
-    self._role = _tf_config.parse_tf_config(os.environ.get("TF_CONFIG"))
+          f"{_SAVE_CKPT_ERR} Got save_checkpoints_steps={save_checkpoints_steps!r} and "
+          f"save_checkpoints_secs={save_checkpoints_secs!r}; pass only one.")
+    tf_config = _tf_config.TFConfig(os.environ.get("TF_CONFIG"))
+    values = dict(
+        model_dir=_model_dir(model_dir, tf_config), tf_random_seed=tf_random_seed,
+        save_summary_steps=save_summary_steps, save_checkpoints_steps=save_checkpoints_steps,
+        save_checkpoints_secs=save_checkpoints_secs, session_config=session_config,
+        keep_checkpoint_max=keep_checkpoint_max,
+        keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+        log_step_count_steps=log_step_count_steps, train_distribute=train_distribute,
+        device_fn=device_fn, protocol=protocol, eval_distribute=eval_distribute,
+        experimental_distribute=experimental_distribute,
+        experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
+        session_creation_timeout_secs=session_creation_timeout_secs,
+        checkpoint_save_graph_def=checkpoint_save_graph_def, steps_per_loop=steps_per_loop)
+    _check_settings(values)
+    self._service = tf_config.service()
+    self._role = tf_config.role()
     _strategy_checks.check(train_distribute, eval_distribute, self._role,
                            steps_per_loop=steps_per_loop, device_fn=device_fn)
+    # As tf.estimator: in a between-graph cluster, a task without a
+    # session_config gets the default with its device filters. A train_distribute
+    # strategy across a chief/worker cluster sets its own.
+    if (session_config is None and self._role.distributed and
+        (train_distribute is None or TaskType.MASTER in self._role.cluster_spec.jobs)):
+      values["session_config"] = _cluster_session_config(self._role)
+    self._set(values)
+
+  def _set(self, values: Dict[str, Any]) -> None:
+    for name, value in values.items():
+      setattr(self, "_" + name, value)
 
   # -- what the user set (read-only) -------------------------------------------
   model_dir = _Setting[Optional[str]]()
@@ -237,16 +375,13 @@ class RunConfig:
   experimental_distribute = _Setting[Any]()
   device_fn = _Setting[Optional[Callable[[tf.Operation], str]]]()
   protocol = _Setting[Optional[str]]()
-  experimental_max_worker_delay_secs = _Setting[Optional[float]]()
-  session_creation_timeout_secs = _Setting[float]()
+  experimental_max_worker_delay_secs = _Setting[Optional[int]]()
+  session_creation_timeout_secs = _Setting[Optional[float]]()
   checkpoint_save_graph_def = _Setting[bool]()
   steps_per_loop = _Setting[int]()
-
-  @property
-  def session_config(self) -> tf.compat.v1.ConfigProto:
-    if self._user_session_config is not None:
-      return self._user_session_config
-    return _default_session_config(self._role)
+  # None when none was given outside a cluster; `effective_session_config()`
+  # is what sessions then use.
+  session_config = _Setting[Optional[tf.compat.v1.ConfigProto]]()
 
   # -- what TF_CONFIG says (read-only) ------------------------------------------
   cluster_spec = _Setting[tf.train.ClusterSpec](from_tf_config=True)
@@ -258,35 +393,57 @@ class RunConfig:
   num_worker_replicas = _Setting[int](from_tf_config=True)
   is_chief = _Setting[bool](from_tf_config=True)
   global_id_in_cluster = _Setting[Optional[int]](from_tf_config=True)
-
-  @property
-  def service(self) -> Optional[Dict[str, Any]]:
-    return None
+  # TF_CONFIG's "service": the platform's description of its service, or None.
+  service = _Setting[Optional[Dict[str, Any]]]()
 
   def replace(self: _RunConfigT, **kwargs: Any) -> _RunConfigT:
-    """Returns a new RunConfig with the given properties replaced.
+    """Returns a copy with the given constructor arguments replaced, as tf.estimator's replace().
 
-    Only the constructor's arguments can be replaced; the cluster role is read
-    from TF_CONFIG again.
+    The copy keeps this RunConfig's TF_CONFIG role, service and subclass
+    attributes. Replacing one of save_checkpoints_steps / save_checkpoints_secs
+    with a value clears the other.
+
+    Args:
+      **kwargs: constructor arguments (tf.estimator's replaceable ones, and
+        steps_per_loop) and their new values.
+
+    Returns:
+      A new RunConfig of this RunConfig's class.
 
     Raises:
-      ValueError: a property that cannot be replaced, or an invalid value.
+      ValueError: a name that cannot be replaced (TF_CONFIG's properties, or
+        not a RunConfig argument), both checkpoint cadences set, or an invalid
+        value (a TypeError for a count that is not a number).
     """
-    unknown = sorted(set(kwargs) - set(_REPLACEABLE))
-    if unknown:
-      raise ValueError(
-          f"Replacing {unknown} is not supported. Allowed properties are "
-          f"{list(_REPLACEABLE)}.")
-    new = copy.copy(self)
+    for name in kwargs:
+      if name not in _REPLACEABLE:
+        why = (f"{name} comes from the TF_CONFIG environment variable; set TF_CONFIG before "
+               "building the RunConfig." if name in _FROM_TF_CONFIG else
+               f"{name} is not a RunConfig argument.")
+        raise ValueError(f"Replacing {name} is not supported. Allowed properties are "
+                         f"{_TF_REPLACEABLE}. {why} (estimator_lite also allows "
+                         "steps_per_loop.)")
     values = self._constructor_values()
     values.update(kwargs)
-    # Re-run validation (and the both-cadences rule) through __init__ on the
-    # copy, so subclasses keep their type and their own attributes.
-    if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" not in kwargs:
-      values["save_checkpoints_secs"] = None if kwargs["save_checkpoints_steps"] is not None else values["save_checkpoints_secs"]
-    if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs:
-      values["save_checkpoints_steps"] = None if kwargs["save_checkpoints_secs"] is not None else values["save_checkpoints_steps"]
-    RunConfig.__init__(new, **values)
+    if "model_dir" in kwargs:
+      values["model_dir"] = _path(kwargs["model_dir"])
+    steps, secs = values["save_checkpoints_steps"], values["save_checkpoints_secs"]
+    if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" in kwargs:
+      if steps is not None and secs is not None:
+        raise ValueError(f"{_SAVE_CKPT_ERR} Got save_checkpoints_steps={steps!r} and "
+                         f"save_checkpoints_secs={secs!r}; replace one, or set the other "
+                         "to None.")
+    elif "save_checkpoints_steps" in kwargs and steps is not None:
+      values["save_checkpoints_secs"] = None
+    elif "save_checkpoints_secs" in kwargs and secs is not None:
+      values["save_checkpoints_steps"] = None
+    _check_settings(values)
+    if {"train_distribute", "eval_distribute", "device_fn", "steps_per_loop"} & set(kwargs):
+      _strategy_checks.check(values["train_distribute"], values["eval_distribute"],
+                             self._role, steps_per_loop=values["steps_per_loop"],
+                             device_fn=values["device_fn"])
+    new = copy.deepcopy(self)
+    new._set(values)
     return new
 
   def __deepcopy__(self: _RunConfigT, memo: Dict[int, Any]) -> _RunConfigT:
@@ -302,10 +459,7 @@ class RunConfig:
     return new
 
   def _constructor_values(self) -> Dict[str, Any]:
-    values = {name: getattr(self, "_" + name) for name in _REPLACEABLE
-              if name != "session_config"}
-    values["session_config"] = self._user_session_config
-    return values
+    return {name: getattr(self, "_" + name) for name in _REPLACEABLE}
 
   def __repr__(self) -> str:
     return ("RunConfig(" + ", ".join(

@@ -184,9 +184,9 @@ def main(argv=None):
   parser.add_argument("--eval_steps", type=int, default=4)
   parser.add_argument("--start_delay_secs", type=float, default=0)
   parser.add_argument("--throttle_secs", type=float, default=0)
-  parser.add_argument("--max_worker_delay_secs", type=float, default=None,
-                      help="cap on the workers' staggered start (default: 5 s per worker, "
-                      "at most 60)")
+  parser.add_argument("--max_worker_delay_secs", type=int, default=None,
+                      help="cap, in whole seconds, on the workers' staggered start "
+                      "(default: 5 s per worker, at most 60)")
   parser.add_argument("--hold_workers", action="store_true",
                       help="the chief waits before its first step until a worker has made one")
   parser.add_argument("--hold_evaluator", action="store_true",

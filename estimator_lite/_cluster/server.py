@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
+from estimator_lite import run_config as _run_config
 from estimator_lite._cluster import tf_config as _tf_config
 from estimator_lite._util import tf_internals
 
@@ -26,13 +27,12 @@ _TRAINER_JOBS = (_tf_config.CHIEF, _tf_config.MASTER, _tf_config.WORKER)
 _MULTI_WORKER_SERVERS: Dict[Tuple[str, int], tf.distribute.Server] = {}
 
 
-def _server_config(session_config: Optional[tf.compat.v1.ConfigProto]) -> tf.compat.v1.ConfigProto:
+def _server_config(session_config: tf.compat.v1.ConfigProto) -> tf.compat.v1.ConfigProto:
   # The server's default session config: the task's own session config, so a
   # worker's device filters keep it from waiting for (or talking to) the other
   # workers; a direct session's placement options do not apply to a server.
   config = tf.compat.v1.ConfigProto()
-  if session_config is not None:
-    config.CopyFrom(session_config)
+  config.CopyFrom(session_config)
   config.log_device_placement = False
   return config
 
@@ -70,7 +70,8 @@ def start_std_server(config: Any) -> Optional[tf.distribute.Server]:
                 config.task_id, config.cluster_spec.as_dict())
   return tf.distribute.Server(
       config.cluster_spec, job_name=config.task_type, task_index=config.task_id,
-      config=_server_config(config.session_config), protocol=config.protocol,
+      config=_server_config(_run_config.effective_session_config(config)),
+      protocol=config.protocol,
       start=True)
 
 

@@ -35,6 +35,8 @@ _SUPPORTED = (
                        tf.compat.v1.distribute.experimental.CentralStorageStrategy)),
 )
 
+_PS_V2_TEXT = ("Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` for "
+               "parameter server strategy with estimator.")
 _BETWEEN_GRAPH_ADVICE = (
     "For asynchronous or SyncReplicasOptimizer training with parameter servers, "
     "leave train_distribute=None and list 'ps' tasks in TF_CONFIG: estimator_lite "
@@ -93,7 +95,11 @@ def _check_type(name, strategy):
               "runs in graph mode (MirroredStrategy, MultiWorkerMirroredStrategy, "
               "OneDeviceStrategy, CentralStorageStrategy).")
   if reason is not None:
-    raise ValueError(f"RunConfig({name}={type(strategy).__name__}): {reason}")
+    # tf.estimator rejected the TF2 ParameterServerStrategy with this text
+    # (users' tests match on it); the compat.v1 one it ran.
+    tf_text = (_PS_V2_TEXT + " "
+               if isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy) else "")
+    raise ValueError(f"{tf_text}RunConfig({name}={type(strategy).__name__}): {reason}")
   return kind
 
 

@@ -144,7 +144,7 @@ _PROGRAM = textwrap.dedent('''
 
 
     config = est.RunConfig(model_dir=model_dir, save_checkpoints_steps=save_steps,
-                           experimental_max_worker_delay_secs=0.5)
+                           experimental_max_worker_delay_secs=1)
     est.train_and_evaluate(
         est.Estimator(model_fn, config=config),
         est.TrainSpec(train_input_fn, max_steps=max_steps, hooks=[Paced()]),

@@ -132,7 +132,7 @@ def test_async_cluster_with_evaluator_through_the_launcher(tmp_path):
   status, output = run_launcher(
       tmp_path, ["--ps", "1", "--workers", "1", "--evaluator", "--grace-secs", "90"],
       ["--model_dir", model_dir, "--max_steps", str(max_steps), "--save_checkpoints_steps", "100",
-       "--keep_checkpoint_max", "3", "--eval_steps", "2", "--max_worker_delay_secs", "0.5",
+       "--keep_checkpoint_max", "3", "--eval_steps", "2", "--max_worker_delay_secs", "1",
        "--hold_workers", "--hold_evaluator", "--hold_secs", "150"])
   tail = output[-6000:].decode(errors="replace")
   assert status == 0, tail
@@ -194,7 +194,7 @@ def test_sync_replicas_cluster_aggregates_one_update_per_round(tmp_path):
   status, output = run_launcher(
       tmp_path, ["--ps", "1", "--workers", "1", "--grace-secs", "60"],
       ["--model_dir", model_dir, "--max_steps", str(max_steps), "--save_checkpoints_steps", "30",
-       "--sync", "--max_worker_delay_secs", "0.5", "--hold_workers", "--hold_secs", "150"])
+       "--sync", "--max_worker_delay_secs", "1", "--hold_workers", "--hold_secs", "150"])
   tail = output[-6000:].decode(errors="replace")
   assert status == 0, tail
   assert b"stopped waiting after" not in output, tail

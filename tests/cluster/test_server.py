@@ -114,10 +114,11 @@ def test_session_config_and_default_device_filters_reach_the_real_server(run_pyt
   served = _parse_config(default["default_session_config"])
   assert list(served.device_filters) == ["/job:ps", "/job:worker/task:0"]
   assert served.allow_soft_placement
-  # The ps serves every task: no device filters.
+  # The ps serves every trainer: tf.estimator's filters name them all.
   ps = report["ps_default_config"]
   assert (ps["job_name"], ps["target"]) == ("ps", f"grpc://localhost:{ports[8]}")
-  assert list(_parse_config(ps["default_session_config"]).device_filters) == []
+  assert list(_parse_config(ps["default_session_config"]).device_filters) == [
+      "/job:ps", "/job:worker", "/job:chief", "/job:master"]
 
 
 # -- staggered start -------------------------------------------------------------------
@@ -147,10 +148,10 @@ def test_worker_start_delay_grows_by_5_secs_per_worker_up_to_the_cap(monkeypatch
 
 
 @pytest.mark.parametrize("task_type, task_id, expected_secs", [
-    ("worker", 0, 0.5), ("worker", 7, 0.5), ("chief", 0, 0.0)])
+    ("worker", 0, 1.0), ("worker", 7, 1.0), ("chief", 0, 0.0)])
 def test_wait_before_training_really_waits_the_delay(monkeypatch, task_type, task_id,
                                                      expected_secs):
-  config = _config(monkeypatch, task_type, task_id, experimental_max_worker_delay_secs=0.5)
+  config = _config(monkeypatch, task_type, task_id, experimental_max_worker_delay_secs=1)
   start = time.monotonic()
   _server.wait_before_training(config)
   waited = time.monotonic() - start

@@ -6,6 +6,7 @@ RunConfig (reference venv) for the same TF_CONFIG strings.
 import json
 
 import pytest
+import tensorflow as tf
 
 import estimator_lite as est
 from estimator_lite._cluster import tf_config as _tf_config
@@ -18,59 +19,184 @@ def run_config(monkeypatch, tf_config):
   return est.RunConfig()
 
 
-@pytest.mark.parametrize("tf_config, quoted_problem", [
-    ('{"cluster": {"chief": ["h0:1"]', "not valid JSON"),
-    ('["chief", 0]', "must be a JSON object, got list"),
-    ({"cluster": CLUSTER, "task": {"type": "trainer", "index": 0}},
-     "unknown task type 'trainer'"),
-    ({"cluster": CLUSTER, "task": {"type": "worker", "index": 2}},
-     "task index 2 is out of range for job 'worker' with 2 task(s)"),
+_MASTER_CLUSTER = {"master": ["h0:1"], "ps": ["h3:1"]}
+_NOTE = "\n\nNote that these values may be coming from the TF_CONFIG environment variable."
+
+
+@pytest.mark.parametrize("tf_config, error, tf_text, quoted_problem", [
+    # The value is not JSON, or not a JSON object.
+    ('{"cluster": {"chief": ["h0:1"]', ValueError, "Expecting ',' delimiter", "not valid JSON"),
+    ('["chief", 0]', TypeError, None, "must be a JSON object, got list"),
+    # "cluster" and "task" of the wrong types: TensorFlow's ClusterSpec texts.
+    ({"cluster": ["h0:1"], "task": {"type": "chief", "index": 0}}, TypeError,
+     "`cluster` must be a dictionary mapping one or more job names to lists of network addresses",
+     '"cluster" must map each job name to its list of "host:port" addresses'),
+    ({"cluster": None}, TypeError, "`cluster` must be a dictionary", "got None"),
+    ({"cluster": {"chief": [7]}, "task": {"type": "chief", "index": 0}}, TypeError,
+     "Task address 7 must be bytes or unicode", '"cluster" must map each job name'),
+    ({"cluster": CLUSTER, "task": ["worker", 0]}, TypeError, None,
+     '"task" must be an object like {"type": "worker", "index": 0}'),
+    # The chief.
     ({"cluster": {"worker": ["h1:1"], "ps": ["h3:1"]}, "task": {"type": "worker", "index": 0}},
-     'must have one "chief" node'),
-    ({"cluster": {"chief": ["h0:1", "h9:1"], "ps": ["h3:1"]}, "task": {"type": "chief", "index": 0}},
-     "must have only one 'chief' node, got ['h0:1', 'h9:1']"),
-    ({"cluster": CLUSTER}, '"cluster" is set but "task" has no "type"'),
-    ({"cluster": CLUSTER, "task": {"type": "worker"}}, "has no \"index\""),
-    ({"cluster": CLUSTER, "task": {"type": "worker", "index": -1}},
-     "task index must be non-negative, got -1"),
-    ({"cluster": CLUSTER, "task": {"type": "worker", "index": "one"}},
-     "task index must be an integer, got 'one'"),
-    ({"cluster": {"chief": ["h0"], "ps": ["h3:1"]}, "task": {"type": "chief", "index": 0}},
-     "has address 'h0'; addresses are \"host:port\""),
-    ({"cluster": {"chief": ["h0:1"], "worker": []}, "task": {"type": "chief", "index": 0}},
-     "\"cluster\"['worker'] must be a non-empty list"),
-    ({"cluster": {"chief": ["h0:1"], "worker": ["h1:1"]}, "task": {"type": "ps", "index": 0}},
-     "task type 'ps' is not a job in \"cluster\""),
-    ({"cluster": {"master": ["h0:1"], "chief": ["h1:1"]}, "task": {"type": "master", "index": 0}},
+     ValueError, 'If "cluster" is set in TF_CONFIG, it must have one "chief" node.',
+     "jobs given: ['ps', 'worker']"),
+    ({"cluster": {"evaluator": ["h4:1"]}, "task": {"type": "evaluator", "index": 0}},
+     ValueError, 'If "cluster" is set in TF_CONFIG, it must have one "chief" node.',
+     "jobs given: ['evaluator']"),
+    ({"cluster": {"chief": ["h0:1", "h9:1"], "ps": ["h3:1"]}},
+     ValueError, 'The "cluster" in TF_CONFIG must have only one "chief" node.',
+     "lists ['h0:1', 'h9:1'] as \"chief\""),
+    ({"cluster": {"master": ["h0:1", "h9:1"]}, "task": {"type": "master", "index": 0}},
+     ValueError, 'The "cluster" in TF_CONFIG must have only one "master" node.',
+     "lists ['h0:1', 'h9:1'] as \"master\""),
+    ({"cluster": {"master": ["h0:1"], "chief": ["h1:1"]}},
+     ValueError, "If `master` node exists in `cluster`, job `chief` is not supported.",
      'both "master" and "chief"'),
-    ({"cluster": {"master": ["h0:1"], "ps": ["h3:1"]}, "task": {"type": "evaluator", "index": 0}},
-     'task type "evaluator" is not supported with a "master" node'),
-    ({"cluster": {"chief": ["h0:1"], "evaluator": ["h4:1", "h5:1"]},
-      "task": {"type": "evaluator", "index": 0}}, "lists 2 evaluators; at most one"),
+    # The task.
+    ({"cluster": CLUSTER}, ValueError, 'If "cluster" is set in TF_CONFIG, task type must be set.',
+     '"cluster" is set but "task" has no "type"'),
+    ({"cluster": CLUSTER, "task": {"type": "", "index": 0}}, ValueError,
+     'If "cluster" is set in TF_CONFIG, task type must be set.', 'has no "type"'),
     # Unknown keys are ignored, so a misspelt "task" leaves the task missing:
     # the message names the misspelling.
     ({"cluster": {"chief": ["h0:1"], "ps": ["h3:1"]}, "tasks": {"type": "chief", "index": 0}},
+     ValueError, 'If "cluster" is set in TF_CONFIG, task type must be set.',
      'there is no "task" key, but there is [\'tasks\']: a misspelling?'),
-    ({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}, "environment": 3},
-     '"environment" must be a string, got 3'),
-    ({"cluster": ["h0:1"], "task": {"type": "chief", "index": 0}},
-     '"cluster" must be an object of job name to address list'),
-    ({"cluster": {"trainer": ["h0:1"]}, "task": {"type": "chief", "index": 0}},
-     "unknown job 'trainer' in \"cluster\""),
-    ({"task": {"type": "ps", "index": 0}}, "task 'ps' index 0 needs a \"cluster\""),
+    ({"cluster": CLUSTER, "task": {"type": "worker"}}, ValueError,
+     'If "cluster" is set in TF_CONFIG, task index must be set.', "has no \"index\""),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": -1}}, ValueError,
+     "Task index must be non-negative number.", "the task index is -1"),
+    ({"cluster": CLUSTER, "task": {"type": "evaluator", "index": -1}}, ValueError,
+     "Task index must be non-negative number.", "the task index is -1"),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": "one"}}, ValueError,
+     "invalid literal for int() with base 10: 'one'", "the task index must be an integer"),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": [1]}}, TypeError,
+     "int() argument must be", "the task index must be an integer, got [1]"),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": 1.5}}, ValueError, None,
+     "the task index must be an integer, got 1.5"),
+    ({"cluster": CLUSTER, "task": {"type": "trainer", "index": 0}}, ValueError,
+     "trainer is not a valid task_type in the cluster_spec:\nClusterSpec(" + repr(
+         {"chief": ["h0:2222"], "ps": ["h3:2222"], "worker": ["h1:2222", "h2:2222"]}) + ")" + _NOTE,
+     "task type 'trainer' is not a job in \"cluster\""),
+    ({"cluster": {"chief": ["h0:1"], "worker": ["h1:1"]}, "task": {"type": "ps", "index": 0}},
+     ValueError, "ps is not a valid task_type in the cluster_spec:", "task type 'ps' is not a job"),
+    ({"cluster": CLUSTER, "task": {"type": "worker", "index": 2}}, ValueError,
+     "2 is not a valid task_id for task_type worker in the cluster_spec:\nClusterSpec(",
+     "task index 2 is out of range for job 'worker' with 2 task(s)"),
+    ({"cluster": _MASTER_CLUSTER, "task": {"type": "evaluator", "index": 0}}, ValueError,
+     "If `master` node exists in `cluster`, task_type `evaluator` is not supported.",
+     'rename "master" to "chief"'),
+    # Without a cluster, a process is worker 0.
+    ({"task": {"type": "ps", "index": 0}}, ValueError,
+     'If "cluster" is not set in TF_CONFIG, task type must be WORKER.',
+     "task type 'ps' needs a \"cluster\""),
+    ({"task": {"type": "evaluator", "index": 0}}, ValueError,
+     'If "cluster" is not set in TF_CONFIG, task type must be WORKER.',
+     "task type 'evaluator' needs a \"cluster\""),
+    ({"task": {"type": "worker", "index": 1}}, ValueError,
+     'If "cluster" is not set in TF_CONFIG, task index must be 0.',
+     'task index 1 needs a "cluster"'),
+    # The other keys.
+    ({"service": 789}, TypeError,
+     "If \"service\" is set in TF_CONFIG, it must be a dict. Given <class 'int'>",
+     '"service" must be a JSON object, got 789'),
+    ({"model_dir": ""}, ValueError, "model_dir in TF_CONFIG should be non-empty.",
+     '"model_dir" is ""'),
+    ({"model_dir": 5}, TypeError, None, '"model_dir" must be a directory path'),
     ({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}, "session_master": 5},
-     '"session_master" must be a string, got 5'),
+     TypeError, None, '"session_master" must be a string, got 5'),
 ])
-def test_malformed_tf_config_fails_at_once_quoting_the_problem(monkeypatch, tf_config,
-                                                               quoted_problem):
-  with pytest.raises(ValueError) as error:
+def test_malformed_tf_config_raises_tf_estimators_error_then_quotes_the_problem(
+    monkeypatch, tf_config, error, tf_text, quoted_problem):
+  with pytest.raises(error) as raised:
     run_config(monkeypatch, tf_config)
-  message = str(error.value)
+  message = str(raised.value)
+  # Every one is a ValueError (TFConfigError); a wrong type is a TypeError too.
+  assert isinstance(raised.value, _tf_config.TFConfigError)
+  if tf_text is not None:
+    assert message.startswith(tf_text)  # unchanged: users' assertRaisesRegex match on it
   assert quoted_problem in message
   assert "TF_CONFIG is malformed" in message
   # The whole value is quoted too, so the user sees which process got what.
   raw = tf_config if isinstance(tf_config, str) else json.dumps(tf_config)
   assert raw in message
+
+
+def test_model_dir_and_service_from_tf_config(monkeypatch):
+  config = run_config(monkeypatch, {"model_dir": "/shared/m", "service": {"k": [1, 2]}})
+  assert (config.model_dir, config.service) == ("/shared/m", {"k": [1, 2]})
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"model_dir": "/shared/m"}))
+  assert est.RunConfig(model_dir="/shared/m").model_dir == "/shared/m"
+  with pytest.raises(ValueError) as raised:
+    est.RunConfig(model_dir="/elsewhere")
+  assert str(raised.value).startswith(
+      "`model_dir` provided in RunConfig construct, if set, must have the same value as the "
+      "model_dir in TF_CONFIG. model_dir: /elsewhere\nTF_CONFIG[\"model_dir\"]: /shared/m.\n")
+  assert "leave model_dir out of RunConfig" in str(raised.value)
+
+
+def test_jobs_of_any_name_are_part_of_the_cluster(monkeypatch):
+  # tf.estimator accepted any job name and counted it (after the chief, by
+  # name, before the ps tasks); train_and_evaluate has no role for it.
+  cluster = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "other_type": ["h5:1", "h6:1"],
+             "ps": ["h3:1"]}
+  other = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "other_type", "index": 1}})
+  assert other.cluster_spec.as_dict() == cluster
+  assert (other.task_type, other.task_id, other.is_chief) == ("other_type", 1, False)
+  assert other.global_id_in_cluster == 2 and other.master == "grpc://h6:1"
+  assert (other.num_worker_replicas, other.num_ps_replicas) == (3, 1)
+  assert other.session_config is None
+  worker = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "worker", "index": 0}})
+  assert worker.global_id_in_cluster == 3
+  ps = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "ps", "index": 0}})
+  assert ps.global_id_in_cluster == 5
+
+
+def test_jobs_given_as_index_maps_or_empty(monkeypatch):
+  # tf.estimator took a job's tasks as {index: address} too (TensorFlow's
+  # ClusterSpec form), and a job with no tasks; the latter is left out.
+  cluster = {"chief": ["h0:1"], "worker": {"1": "h2:1"}, "ps": []}
+  worker = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "worker", "index": 1}})
+  assert worker.master == "grpc://h2:1"
+  assert (worker.num_worker_replicas, worker.num_ps_replicas) == (2, 0)
+  assert worker.cluster_spec.jobs == ["chief", "worker"]
+  # The evaluator is outside the training cluster, whatever its index
+  # (train_and_evaluate refuses more than one).
+  kubeflow = dict(CLUSTER, evaluator=["h4:1", "h5:1"])
+  evaluator = run_config(monkeypatch, {"cluster": kubeflow,
+                                       "task": {"type": "evaluator", "index": 1}})
+  assert (evaluator.task_type, evaluator.task_id) == ("evaluator", 1)
+  assert evaluator.cluster_spec.jobs == []
+
+
+@pytest.mark.parametrize("task_type, index, filters", [
+    ("chief", 0, ["/job:ps", "/job:chief"]),
+    ("worker", 1, ["/job:ps", "/job:worker/task:1"]),
+    ("ps", 0, ["/job:ps", "/job:worker", "/job:chief", "/job:master"]),
+])
+def test_cluster_session_config_filters_devices_by_role(monkeypatch, task_type, index, filters):
+  # tf.estimator's: trainers see the ps tasks and themselves only; a ps task
+  # serves every trainer. Otherwise tf.estimator's default session config.
+  config = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": task_type, "index": index}})
+  expected = est.run_config.get_default_session_config()
+  expected.device_filters.extend(filters)
+  assert config.session_config == expected
+
+
+def test_cluster_session_config_none_for_evaluator_given_one_or_strategy(monkeypatch):
+  evaluator = run_config(monkeypatch, {"cluster": CLUSTER,
+                                       "task": {"type": "evaluator", "index": 0}})
+  assert evaluator.session_config is None
+  mine = tf.compat.v1.ConfigProto(log_device_placement=True)
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER,
+                                              "task": {"type": "worker", "index": 0}}))
+  assert est.RunConfig(session_config=mine).session_config is mine  # kept as given
+  # A strategy across chief and workers sets its own device filters.
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"chief": ["h0:1"]},
+                                              "task": {"type": "chief", "index": 0}}))
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+  assert est.RunConfig(train_distribute=strategy).session_config is None
+  assert est.RunConfig(eval_distribute=strategy).session_config is not None
 
 
 def test_no_tf_config_is_local_training(monkeypatch):
@@ -127,7 +253,7 @@ def test_master_form_is_the_legacy_chief(monkeypatch):
   master = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "master", "index": 0}})
   assert (master.task_type, master.is_chief, master.master) == ("master", True, "grpc://h0:2222")
   assert (master.num_worker_replicas, master.global_id_in_cluster) == (2, 0)
-  assert list(master.session_config.device_filters) == ["/job:ps", "/job:master/task:0"]
+  assert list(master.session_config.device_filters) == ["/job:ps", "/job:master"]
   worker = run_config(monkeypatch, {"cluster": cluster, "task": {"type": "worker", "index": 0}})
   assert (worker.is_chief, worker.global_id_in_cluster) == (False, 1)
 
@@ -202,9 +328,9 @@ def test_unknown_top_level_keys_are_ignored_with_one_warning_naming_them(monkeyp
   assert first.cluster_spec.as_dict() == again.cluster_spec.as_dict() == CLUSTER
   assert (first.task_type, first.master) == ("worker", "grpc://h1:2222")
   warnings = [m for m in tf_logs.messages if "does not use" in m]
-  assert warnings == ["TF_CONFIG has key(s) ['job', 'service'] that estimator_lite does not "
-                      "use; ignoring them (it reads ['cluster', 'task', 'environment', "
-                      "'rpc_layer', 'session_master', 'eval_session_master'])."]
+  assert warnings == ["TF_CONFIG has key(s) ['job'] that estimator_lite does not use; "
+                      "ignoring them (it reads ['cluster', 'task', 'environment', 'rpc_layer', "
+                      "'session_master', 'eval_session_master', 'model_dir', 'service'])."]
   # The same as without the unknown keys.
   plain = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": "worker", "index": 0}})
   assert (plain.master, plain.global_id_in_cluster, plain.num_worker_replicas) == (

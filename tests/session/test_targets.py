@@ -49,3 +49,22 @@ def test_in_process_work_drops_a_workers_device_filters(monkeypatch):
   in_process = targets.in_process_session_config(config)
   assert not list(in_process.device_filters)
   assert in_process.allow_soft_placement == config.session_config.allow_soft_placement
+
+
+def test_sessions_without_a_session_config_run_with_tf_estimators_default(monkeypatch):
+  # RunConfig.session_config is None (as in tf.estimator); the sessions still
+  # get soft placement and one Grappler pass, as tf.estimator's Estimator gave.
+  default = est.run_config.get_default_session_config()
+  assert default.allow_soft_placement
+  assert default.graph_options.rewrite_options.meta_optimizer_iterations
+  local = _config(monkeypatch)
+  assert local.session_config is None
+  assert targets.training_target(local).session_config == default
+  assert targets.in_process_session_config(local) == default
+  evaluator = _config(monkeypatch, "evaluator")
+  assert evaluator.session_config is None
+  assert targets.in_process_session_config(evaluator) == default
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+  with_strategy = targets.training_target(_config(monkeypatch, train_distribute=strategy))
+  assert with_strategy.session_config.allow_soft_placement
+  assert with_strategy.session_config.graph_options == default.graph_options
