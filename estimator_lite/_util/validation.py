@@ -99,9 +99,8 @@ def check_positive_int(name: str, value: Any) -> Optional[int]:
   """
   if value is None:
     return None
-  if isinstance(value, numbers.Real) and not is_int(value) and not isinstance(value, bool):
-    if float(value).is_integer():
-      value = int(value)
+  if isinstance(value, float) and value.is_integer():
+    value = int(value)
   if not is_int(value):
     raise TypeError(f"{name} must be an int or None, given: {value!r}.")
   if value <= 0:
