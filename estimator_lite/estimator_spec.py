@@ -61,7 +61,7 @@ class EstimatorSpec(validation.Replaceable):
   tf.estimator's namedtuple) returns a validated copy for the same mode.
 
   Args:
-    mode: a `ModeKeys` value.
+    mode: a `ModeKeys` value, or None (the mode model_fn was called in).
     predictions: a `Tensor` or dict of `Tensor` (not `SparseTensor`).
     loss: scalar `Tensor` (shape [] or [1]).
     train_op: the op that runs one training step.
@@ -84,7 +84,7 @@ class EstimatorSpec(validation.Replaceable):
       prediction, a hook that is not a `SessionRunHook`, ...).
   """
 
-  mode: str
+  mode: Optional[str]
   predictions: Any = None
   loss: Any = None
   train_op: Any = None
@@ -96,7 +96,7 @@ class EstimatorSpec(validation.Replaceable):
   evaluation_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
   prediction_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
 
-  def __init__(self, mode: str, predictions: Any = None, loss: Any = None, train_op: Any = None,
+  def __init__(self, mode: Optional[str], predictions: Any = None, loss: Any = None, train_op: Any = None,
                eval_metric_ops: Optional[Mapping[str, Any]] = None,
                export_outputs: Optional[Mapping[str, _export_output.ExportOutput]] = None,
                training_chief_hooks: Optional[Iterable[Any]] = None,
@@ -104,11 +104,13 @@ class EstimatorSpec(validation.Replaceable):
                scaffold: Optional[tf.compat.v1.train.Scaffold] = None,
                evaluation_hooks: Optional[Iterable[Any]] = None,
                prediction_hooks: Optional[Iterable[Any]] = None) -> None:
-    if mode not in ModeKeys.all():
+    # None: tf.estimator's spec from a model_fn without a `mode` argument; the
+    # Estimator takes it as one for the mode it called model_fn in.
+    if mode is not None and mode not in ModeKeys.all():
       raise ValueError(
           f"mode={mode!r} is not one of ModeKeys.TRAIN ('train'), ModeKeys.EVAL "
           "('eval') or ModeKeys.PREDICT ('infer'); pass the mode model_fn was "
-          "called with.")
+          "called with (or None from a model_fn without a mode argument).")
     # tf.estimator's order, so that of several mistakes the same one is reported.
     train_op = _validate_train_op(train_op, mode)
     loss = _validate_loss(loss, mode)
@@ -178,7 +180,7 @@ _REQUIRED = {
 }
 
 
-def _check_required(field: str, mode: str) -> None:
+def _check_required(field: str, mode: Optional[str]) -> None:
   """Raises ValueError when `field`, which is None, is one that `mode` requires."""
   modes, how = _REQUIRED[field]
   if mode in modes:
@@ -186,7 +188,7 @@ def _check_required(field: str, mode: str) -> None:
                      f"without `{field}`: {how}.")
 
 
-def _validate_train_op(train_op: Any, mode: str) -> Any:
+def _validate_train_op(train_op: Any, mode: Optional[str]) -> Any:
   if train_op is None:
     return _check_required("train_op", mode)
   if not _tensor_or_operation(train_op):
@@ -197,7 +199,7 @@ def _validate_train_op(train_op: Any, mode: str) -> Any:
   return train_op
 
 
-def _validate_loss(loss: Any, mode: str) -> Any:
+def _validate_loss(loss: Any, mode: Optional[str]) -> Any:
   if loss is None:
     return _check_required("loss", mode)
   if not tf_internals.is_dense_tensor(loss):
@@ -216,7 +218,7 @@ def _validate_loss(loss: Any, mode: str) -> Any:
   return loss
 
 
-def _validate_predictions(predictions: Any, mode: str) -> Any:
+def _validate_predictions(predictions: Any, mode: Optional[str]) -> Any:
   if predictions is None:
     return _check_required("predictions", mode)
   how = ("Predictions are dense tensors built in model_fn (tf.sparse.to_dense "
@@ -239,7 +241,7 @@ def _validate_predictions(predictions: Any, mode: str) -> Any:
 
 
 def _validate_export_outputs(export_outputs: Any, predictions: Any,
-                             mode: str) -> Optional[Dict[str, Any]]:
+                             mode: Optional[str]) -> Optional[Dict[str, Any]]:
   if mode != ModeKeys.PREDICT:
     # Only PREDICT exports; other modes keep what they were given, as tf.estimator did.
     if isinstance(export_outputs, collections.abc.Mapping):
@@ -271,7 +273,7 @@ def _validate_export_outputs(export_outputs: Any, predictions: Any,
   return export_outputs
 
 
-def _validate_eval_metric_ops(eval_metric_ops: Any, mode: str) -> Dict[str, Any]:
+def _validate_eval_metric_ops(eval_metric_ops: Any, mode: Optional[str]) -> Dict[str, Any]:
   """Checks each metric; a Keras metric object's variables join the metric collections.
 
   Returns:

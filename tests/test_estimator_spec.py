@@ -170,7 +170,7 @@ def test_hooks_are_type_checked(graph):
       est.EstimatorSpec(est.ModeKeys.TRAIN, loss=loss, train_op=train_op,
                         **{field: [hook, "not a hook"]})
   # Not a list at all: the same TypeError, not TensorFlow's refusal to bool() a Tensor.
-  with pytest.raises(TypeError, match=r"SessionRunHook instances, given: <tf.Tensor"):
+  with pytest.raises(TypeError, match=r"SessionRunHook instances, given: Tensor\("):
     est.EstimatorSpec(est.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_hooks=loss)
 
 

@@ -140,6 +140,12 @@ class ModelFn:
       raise ValueError(
           f"model_fn should return an EstimatorSpec. In mode {mode!r} it returned "
           f"{spec!r}; return estimator_lite.EstimatorSpec(mode, ...).")
+    if spec.mode is None:
+      # tf.estimator's rule for a model_fn without a `mode` argument: its spec
+      # is for the mode model_fn was called in (and must hold what that needs).
+      spec = EstimatorSpec(mode, **{field.name: getattr(spec, field.name)
+                                    for field in attrs.fields(EstimatorSpec)
+                                    if field.name != "mode"})
     if spec.mode != mode:
       raise ValueError(
           f"model_fn was called with mode {mode!r} but returned an EstimatorSpec "

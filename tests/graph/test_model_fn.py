@@ -135,3 +135,28 @@ def test_wrong_model_fn_returns_name_the_mode_and_field(
     else:
       next(estimator.predict(make_input_fn(x, y, repeat=False)))
   assert not estimator.latest_checkpoint()
+
+
+def test_spec_without_mode_is_for_the_mode_model_fn_was_called_in(
+    tmp_path, linear_data, make_input_fn):
+  # A model_fn with no `mode` argument cannot name its mode: as in
+  # tf.estimator, EstimatorSpec(mode=None, ...) serves train, evaluate and
+  # predict, and must hold what the mode it serves needs.
+  x, y = linear_data
+
+  def model_fn(features, labels):
+    spec = _spec(features, labels, est.ModeKeys.TRAIN)
+    return est.EstimatorSpec(None, loss=spec.loss, train_op=spec.train_op,
+                             predictions=spec.predictions)
+
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path / "no_mode"), config=_config())
+  estimator.train(make_input_fn(x, y), steps=3)
+  assert estimator.evaluate(make_input_fn(x, y, repeat=False), steps=1)["global_step"] == 3
+  assert len(list(estimator.predict(make_input_fn(x, None, repeat=False)))) == len(x)
+
+  def no_train_op(features, labels):
+    return est.EstimatorSpec(None, loss=_spec(features, labels, est.ModeKeys.EVAL).loss)
+
+  estimator = est.Estimator(no_train_op, model_dir=str(tmp_path / "no_train_op"))
+  with pytest.raises(ValueError, match="Missing train_op"):
+    estimator.train(make_input_fn(x, y), steps=1)
