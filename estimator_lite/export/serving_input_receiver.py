@@ -30,7 +30,7 @@ def _check_alternatives(alternatives: Any) -> Optional[Dict[str, Dict[str, Any]]
 # eq=False: identity equality and hashing; comparing dicts of graph tensors by
 # value would build ops (or fail) rather than answer.
 @attrs.frozen(init=False, eq=False)
-class ServingInputReceiver(validation.Replaceable):
+class ServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
   """Returned by a serving_input_receiver_fn: model features and the inputs fed at serving.
 
   Args:
@@ -66,7 +66,7 @@ class ServingInputReceiver(validation.Replaceable):
 
 
 @attrs.frozen(init=False, eq=False)
-class TensorServingInputReceiver(validation.Replaceable):
+class TensorServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
   """A `ServingInputReceiver` whose single feature reaches model_fn as a bare tensor.
 
   For model_fns whose `features` is one `Tensor` rather than a dict.

@@ -25,7 +25,7 @@ from estimator_lite.export.serving_input_receiver import ServingInputReceiver
 
 # eq=False: identity equality and hashing, as for ServingInputReceiver.
 @attrs.frozen(init=False, eq=False)
-class SupervisedInputReceiver(validation.Replaceable):
+class SupervisedInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
   """Returned by the receiver fn of a TRAIN or EVAL export: features, labels and inputs.
 
   Unlike a `ServingInputReceiver`, it carries the labels model_fn needs to

@@ -40,6 +40,17 @@ def test_single_tensors_are_named_feature_and_input():
     assert bare.features is x and bare.receiver_tensors == {"x": x}
 
 
+def test_receivers_unpack_like_tf_estimators_namedtuples():
+  with tf.Graph().as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+    receiver = est.export.ServingInputReceiver({"x": x}, x)
+    features, receiver_tensors, alternatives = receiver
+    assert features == {"x": x} and receiver_tensors == {"input": x} and alternatives is None
+    assert len(receiver) == 3 and receiver[1] is receiver.receiver_tensors
+    bare_features, _, _ = est.export.TensorServingInputReceiver(x, x)
+    assert bare_features is x
+
+
 def test_bad_values_raise_tf_estimator_texts_then_the_fix():
   x = tf.constant([[1.0, 2.0]])
   receiver_tensors = {"examples": tf.constant(["e"])}

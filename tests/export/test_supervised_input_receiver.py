@@ -29,6 +29,9 @@ def test_supervised_receiver_keeps_features_and_labels_as_given():
   sparse = tf.sparse.SparseTensor([[0, 0]], [1], [1, 1])
   assert SupervisedInputReceiver(sparse, {"y": labels}, {"e": labels}).features is sparse
   assert receiver.replace(labels={"y": labels}).labels == {"y": labels}
+  unpacked_features, unpacked_labels, inputs = receiver  # as tf.estimator's namedtuple
+  assert unpacked_features is features and unpacked_labels is labels
+  assert inputs is receiver.receiver_tensors
 
 
 def test_supervised_receiver_rejects_bad_values_with_tf_estimator_texts():
