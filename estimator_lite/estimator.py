@@ -26,6 +26,8 @@ from estimator_lite.run_config import TaskType
 
 _logging = tf.compat.v1.logging
 PathLike = Union[str, "os.PathLike[str]"]
+# Export bases may also be bytes: tf.estimator returned export paths as bytes.
+ExportPath = Union[str, bytes, "os.PathLike[str]"]
 
 
 class Estimator:
@@ -255,12 +257,12 @@ class Estimator:
         yield_single_examples=yield_single_examples)
 
   # -- export -------------------------------------------------------------------
-  def export_saved_model(self, export_dir_base: PathLike,
+  def export_saved_model(self, export_dir_base: ExportPath,
                          serving_input_receiver_fn: Callable[[], Any],
                          assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
                          checkpoint_path: Optional[PathLike] = None,
-                         experimental_mode: str = ModeKeys.PREDICT) -> str:
-    """Exports the serving graph and a checkpoint as a SavedModel.
+                         experimental_mode: str = ModeKeys.PREDICT) -> bytes:
+    """Exports the serving graph (or, experimentally, another mode's) and a checkpoint as a SavedModel.
 
     Calls serving_input_receiver_fn and model_fn (PREDICT) in a fresh graph,
     restores the checkpoint, and writes a SavedModel (tag 'serve', one
@@ -271,20 +273,23 @@ class Estimator:
     Args:
       export_dir_base: directory in which to create the version directory.
       serving_input_receiver_fn: no-argument function returning a
-        `ServingInputReceiver` or `TensorServingInputReceiver`.
+        `ServingInputReceiver` or `TensorServingInputReceiver` (for
+        experimental_mode TRAIN or EVAL, a `SupervisedInputReceiver`).
       assets_extra: dict of destination path (relative to assets.extra/) to
         source file, or None.
       as_text: write the SavedModel proto in text format.
       checkpoint_path: checkpoint to export; the latest one by default (or,
         before any training, the warm-start checkpoint).
-      experimental_mode: only `ModeKeys.PREDICT` is supported.
+      experimental_mode: the `ModeKeys` value of the graph to export; see
+        `experimental_export_all_saved_models`.
 
     Returns:
-      The path of the new export directory, a str.
+      The path of the new export directory, as bytes (as tf.estimator).
 
     Raises:
-      ValueError: no serving_input_receiver_fn, no checkpoint, or variables
-        missing from the checkpoint.
+      ValueError: no serving_input_receiver_fn, an unknown mode, no
+        checkpoint, or variables missing from the checkpoint.
+      TypeError: serving_input_receiver_fn is not callable.
     """
     return export_session.export_saved_model(
         self._model, self._config, export_dir_base, serving_input_receiver_fn,
@@ -292,15 +297,55 @@ class Estimator:
         assets_extra=assets_extra, as_text=as_text, mode=experimental_mode,
         strip_default_attrs=True)
 
-  def export_savedmodel(self, export_dir_base: PathLike,
+  def experimental_export_all_saved_models(
+      self, export_dir_base: ExportPath, input_receiver_fn_map: Dict[str, Callable[[], Any]],
+      assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
+      checkpoint_path: Optional[PathLike] = None) -> bytes:
+    """Exports one SavedModel with a MetaGraph for each mode in input_receiver_fn_map.
+
+    For each mode, in the order TRAIN, EVAL, PREDICT, calls its receiver fn
+    and model_fn in that mode in a fresh graph, restores the checkpoint, and
+    adds the graph with tag 'train', 'eval' or 'serve'. The first one writes
+    the variables; all share them. TRAIN and EVAL graphs have one signature
+    ('train' / 'eval') fed by the receiver tensors (features and labels),
+    with the loss, predictions and eval metrics as outputs; a TRAIN graph's
+    train op is in the 'saved_model_train_op' collection. The PREDICT graph
+    is what `export_saved_model` writes.
+
+    Args:
+      export_dir_base: directory in which to create the version directory.
+      input_receiver_fn_map: dict of `ModeKeys` value to a no-argument
+        function returning the mode's receiver: a `SupervisedInputReceiver`
+        (e.g. from
+        `estimator_lite.experimental.build_raw_supervised_input_receiver_fn`)
+        for TRAIN and EVAL, a `ServingInputReceiver` for PREDICT.
+      assets_extra: dict of destination path (relative to assets.extra/) to
+        source file, or None.
+      as_text: write the SavedModel proto in text format.
+      checkpoint_path: checkpoint to export; the latest one by default.
+
+    Returns:
+      The path of the new export directory, as bytes (as tf.estimator).
+
+    Raises:
+      ValueError: no mode of ModeKeys in the map, no checkpoint, or variables
+        missing from the checkpoint.
+      TypeError: a receiver fn is not callable.
+    """
+    return export_session.export_all_saved_models(
+        self._model, self._config, export_dir_base, input_receiver_fn_map,
+        checkpoint_path=checkpoint_path, warm_start=self._warm_start_settings,
+        assets_extra=assets_extra, as_text=as_text, strip_default_attrs=True)
+
+  def export_savedmodel(self, export_dir_base: ExportPath,
                         serving_input_receiver_fn: Callable[[], Any],
                         assets_extra: Optional[Dict[str, str]] = None, as_text: bool = False,
                         checkpoint_path: Optional[PathLike] = None,
-                        strip_default_attrs: bool = False) -> str:
+                        strip_default_attrs: bool = False) -> bytes:
     """Deprecated name of export_saved_model (tf.estimator v1); same arguments.
 
     Returns:
-      The path of the new export directory, a str.
+      The path of the new export directory, as bytes (as tf.estimator).
     """
     _logging.warning("Estimator.export_savedmodel is deprecated; use "
                      "export_saved_model instead.")

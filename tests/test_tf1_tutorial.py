@@ -98,8 +98,9 @@ def main(model_dir):
   print(json.dumps({
       "accuracy": float(eval_results["accuracy"]),
       "global_step": int(eval_results["global_step"]),
-      "final_export": export_results[0],
-      "export_dir": export_dir,
+      "final_export": export_results[0].decode(),
+      "final_export_type": type(export_results[0]).__name__,
+      "export_dir": export_dir.decode(),
       "export_dir_type": type(export_dir).__name__,
       "classes": classes,
   }))
@@ -129,8 +130,9 @@ def test_tf1_cnn_tutorial_trains_evaluates_exports_and_serves(tmp_path, run_pyth
   final_export = result["final_export"]
   assert os.path.dirname(final_export) == str(model_dir / "export" / "digits")
   assert os.path.basename(final_export).isdigit()
-  # export_savedmodel (the v1 name) exported the same model, returning a str.
-  assert result["export_dir_type"] == "str"
+  # export_savedmodel (the v1 name) exported the same model; both paths are
+  # bytes, as tf.estimator returned them.
+  assert result["export_dir_type"] == result["final_export_type"] == "bytes"
   assert os.path.dirname(result["export_dir"]) == str(model_dir / "export" / "v1_name")
 
   digits = load_digits()

@@ -125,9 +125,12 @@ def test_saved_model_exporters_run_after_each_evaluation(local, tmp_path):
       estimator, est.TrainSpec(input_fn, max_steps=10), eval_spec)
   latest_dir, final_dir = (os.path.join(str(tmp_path), "export", name)
                            for name in ("latest", "final"))
+  # The exporters' results: export directories as bytes, as in tf.estimator.
+  assert all(isinstance(result, bytes) for result in export_results)
+  export_results = [os.fsdecode(result) for result in export_results]
   assert [os.path.dirname(r) for r in export_results] == [latest_dir, final_dir]
   for result in export_results:
-    assert isinstance(result, str) and os.path.exists(os.path.join(result, "saved_model.pb"))
+    assert os.path.exists(os.path.join(result, "saved_model.pb"))
   # Evaluated at steps 5 and 10: LatestExporter exported both and kept one;
   # FinalExporter exported only the final checkpoint.
   assert os.listdir(latest_dir) == [os.path.basename(export_results[0])]

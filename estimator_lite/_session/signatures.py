@@ -26,8 +26,8 @@ _MUST_FEED_OP_TYPES = ("Placeholder", "PlaceholderV2")
 def build_signature_defs(receiver_tensors: Mapping[str, Any],
                          export_outputs: Mapping[str, ExportOutput],
                          receiver_tensors_alternatives: Optional[
-                             Mapping[str, Mapping[str, Any]]] = None
-                         ) -> Dict[str, Any]:
+                             Mapping[str, Mapping[str, Any]]] = None,
+                         serving_only: bool = True) -> Dict[str, Any]:
   """Returns {signature name: SignatureDef} for every servable export output.
 
   Each export output gives one signature fed by `receiver_tensors`, under its
@@ -41,6 +41,9 @@ def build_signature_defs(receiver_tensors: Mapping[str, Any],
     export_outputs: dict of signature key to `ExportOutput`.
     receiver_tensors_alternatives: None or dict of alternative name to a dict
       of input name to tensor.
+    serving_only: keep only signatures TensorFlow Serving can serve (Predict,
+      Classify, Regress); False for a TRAIN or EVAL export, whose supervised
+      signatures are loaded by programs, not served.
 
   Returns:
     dict of signature name to `SignatureDef`.
@@ -55,7 +58,7 @@ def build_signature_defs(receiver_tensors: Mapping[str, Any],
     except ValueError as e:
       excluded[name] = str(e)
       return
-    if not _sig_utils.is_valid_signature(signature):
+    if serving_only and not _sig_utils.is_valid_signature(signature):
       excluded[name] = "not a valid Predict, Classify or Regress signature"
       return
     signatures[name] = signature
@@ -65,7 +68,7 @@ def build_signature_defs(receiver_tensors: Mapping[str, Any],
   for alternative, inputs in (receiver_tensors_alternatives or {}).items():
     for key, export_output in export_outputs.items():
       add(f"{alternative}:{key}", export_output, inputs)
-  _log_report(signatures, excluded)
+  _log_report(signatures, excluded, serving_only)
   return signatures
 
 
@@ -98,7 +101,8 @@ def _check_servable(inputs: Mapping[str, Any], signature: Any) -> None:
     pending.extend(op.control_inputs)
 
 
-def _log_report(signatures: Mapping[str, Any], excluded: Mapping[str, str]) -> None:
+def _log_report(signatures: Mapping[str, Any], excluded: Mapping[str, str],
+                serving_only: bool) -> None:
   by_method = collections.OrderedDict((m, []) for m in _FRIENDLY_METHOD_NAMES)
   for name, signature in signatures.items():
     by_method.setdefault(signature.method_name, []).append(name)
@@ -112,5 +116,5 @@ def _log_report(signatures: Mapping[str, Any], excluded: Mapping[str, str]) -> N
       _logging.info("'%s' : %s", name, reason)
   if not signatures:
     _logging.warning("Export includes no signatures!")
-  elif _constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY not in signatures:
+  elif serving_only and _constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY not in signatures:
     _logging.warning("Export includes no default signature!")

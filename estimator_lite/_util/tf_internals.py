@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.checkpoint import checkpoint as _trackable_checkpoint
+from tensorflow.python.checkpoint import graph_view as _graph_view
 from tensorflow.python.client import session as _session_lib
 from tensorflow.python.framework import meta_graph as _meta_graph
 from tensorflow.python.training import sync_replicas_optimizer as _sync_replicas
@@ -112,6 +114,20 @@ def is_sync_replicas_hook(hook: Any) -> bool:
 def create_meta_graph_def(graph_def: Any, saver_def: Any) -> Any:
   """The MetaGraphDef CheckpointSaverHook writes into the events (it has no public name)."""
   return _meta_graph.create_meta_graph_def(graph_def=graph_def, saver_def=saver_def)
+
+
+def name_based_saver(saver: Any) -> Any:
+  """A name-based Saver for a Scaffold's saver, which may be a `tf.train.Checkpoint`.
+
+  `Scaffold.finalize` makes the same conversion when a session starts, but
+  an export restores and writes variables without finalizing (the graph
+  still grows); a Checkpoint has no `restore(session, path)` of its own.
+  The Saver reads and writes the Checkpoint's object-based keys.
+  """
+  if not isinstance(saver, _trackable_checkpoint.Checkpoint):
+    return saver
+  return tf.compat.v1.train.Saver(
+      var_list=_graph_view.ObjectGraphView(saver).frozen_saveable_objects(), sharded=True)
 
 
 def partition_of(variable: Any) -> Optional[Any]:

@@ -1,4 +1,4 @@
-"""estimator_lite.experimental: tf.estimator.experimental's hooks and call_logit_fn.
+"""estimator_lite.experimental: early stopping, in-memory evaluation, export inputs, call_logit_fn.
 
 Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimental
 is this module). tf.estimator's canned parts of these namespaces are not
@@ -17,6 +17,7 @@ from estimator_lite.experimental.early_stopping import stop_if_no_increase_hook
 from estimator_lite.experimental.in_memory_evaluator_hook import InMemoryEvaluatorHook
 from estimator_lite.experimental.logit_fn import call_logit_fn
 from estimator_lite.experimental.stop_at_checkpoint_step import make_stop_at_checkpoint_step_hook
+from estimator_lite.export.supervised_input_receiver import build_raw_supervised_input_receiver_fn
 
 _V2 = "tf.estimator.experimental"
 _V1 = "tf.compat.v1.estimator.experimental"
@@ -25,9 +26,7 @@ _LOGITS_IN_MODEL_FN = (
     "Compute the logits in your model_fn (e.g. "
     "tf.compat.v1.feature_column.input_layer, then tf.compat.v1.layers.dense).")
 # tf.estimator.experimental's (and the v1 namespace's) names estimator_lite
-# leaves out: canned-estimator parts, and inputs for TRAIN/EVAL exports, which
-# estimator_lite does not write (it exports the serving graph only, so such a
-# receiver could not be used).
+# leaves out: the canned-estimator parts.
 _NOT_PROVIDED = {
     "LinearSDCA": (
         _V2, "the SDCA optimizer of the canned linear estimators",
@@ -47,11 +46,6 @@ _NOT_PROVIDED = {
         _V1, "the canned DNN estimators' logit builder", _LOGITS_IN_MODEL_FN),
     "linear_logit_fn_builder": (
         _V1, "the canned linear estimators' logit builder", _LOGITS_IN_MODEL_FN),
-    "build_raw_supervised_input_receiver_fn": (
-        _V2, "inputs for TRAIN/EVAL SavedModel exports",
-        "estimator_lite exports the serving (PREDICT) graph only: use "
-        "estimator_lite.export.build_raw_serving_input_receiver_fn(features) "
-        "for that export."),
 }
 
 

@@ -15,9 +15,10 @@ import tensorflow as tf
 from estimator_lite._util import metrics as _metrics
 
 _sig_utils = tf.compat.v1.saved_model.signature_def_utils
-# TensorFlow 2.21 no longer exports this constant; the value is what
-# tf.estimator 2.15 wrote into eval SignatureDefs.
+# TensorFlow 2.21 no longer exports these constants; the values are what
+# tf.estimator 2.15 wrote into eval and train SignatureDefs.
 SUPERVISED_EVAL_METHOD_NAME = "tensorflow/supervised/eval"
+SUPERVISED_TRAIN_METHOD_NAME = "tensorflow/supervised/training"
 
 
 def _serialized_examples(receiver_tensors: Mapping[str, Any], kind: str) -> tf.Tensor:
@@ -172,11 +173,8 @@ class PredictOutput(ExportOutput):
     return _sig_utils.predict_signature_def(receiver_tensors, self.outputs)
 
 
-class EvalOutput(ExportOutput):
-  """Outputs of a supervised eval signature (method 'tensorflow/supervised/eval').
-
-  Not served by TensorFlow Serving: a serving export leaves such signatures
-  out (and logs it), as tf.estimator did.
+class _SupervisedOutput(ExportOutput):
+  """Outputs of a supervised signature (TRAIN or EVAL): loss, predictions and metrics.
 
   Args:
     loss: a `Tensor` or dict of string to `Tensor`: the loss; keys become
@@ -191,6 +189,8 @@ class EvalOutput(ExportOutput):
     ValueError: a key that is not a string (or tuple of strings), a value that
       is not a `Tensor`, or an update_op that is not a `Tensor` or `Operation`.
   """
+  # The SignatureDef's method name, set by each subclass.
+  METHOD_NAME = ""
   # Output keys are prefixed with their kind, so one signature holds all
   # three: `loss`, `loss/<key>`, `predictions/<key>`, and for each metric
   # `metrics/<name>/value` and `metrics/<name>/update_op`.
@@ -286,7 +286,7 @@ class EvalOutput(ExportOutput):
         (for an eval signature, features and labels).
 
     Returns:
-      A `SignatureDef` proto with this class's method name.
+      A `SignatureDef` proto with this class's METHOD_NAME.
 
     Raises:
       ValueError: no receiver tensors.
@@ -295,7 +295,7 @@ class EvalOutput(ExportOutput):
       receiver_tensors = {"input": receiver_tensors}
     if not receiver_tensors:
       raise ValueError(
-          f"{SUPERVISED_EVAL_METHOD_NAME} inputs cannot be None or empty; pass the "
+          f"{self.METHOD_NAME} inputs cannot be None or empty; pass the "
           "receiver's tensors (features and labels).")
     outputs: dict = {}
     for group in (self.loss, self.predictions, self.metrics):
@@ -304,4 +304,45 @@ class EvalOutput(ExportOutput):
     return tf.compat.v1.saved_model.build_signature_def(
         inputs={key: build(t) for key, t in receiver_tensors.items()},
         outputs={key: build(t) for key, t in outputs.items()},
-        method_name=SUPERVISED_EVAL_METHOD_NAME)
+        method_name=self.METHOD_NAME)
+
+
+class EvalOutput(_SupervisedOutput):
+  """Outputs of a supervised eval signature (method 'tensorflow/supervised/eval').
+
+  What an EVAL SavedModel export's 'eval' signature holds. Not served by
+  TensorFlow Serving: a serving export leaves such signatures out (and logs
+  it), as tf.estimator did.
+
+  Args:
+    loss: as for the supervised outputs: keys 'loss' / 'loss/<key>'.
+    predictions: keys 'predictions' / 'predictions/<key>'.
+    metrics: dict of name to `(metric_value, update_op)` or Keras `Metric`;
+      keys 'metrics/<name>/value' and 'metrics/<name>/update_op'.
+
+  Raises:
+    ValueError: a key that is not a string (or tuple of strings), a value that
+      is not a `Tensor`, or an update_op that is not a `Tensor` or `Operation`.
+  """
+
+  METHOD_NAME = SUPERVISED_EVAL_METHOD_NAME
+
+
+class TrainOutput(_SupervisedOutput):
+  """Outputs of a supervised training signature (method 'tensorflow/supervised/training').
+
+  What a TRAIN SavedModel export's 'train' signature holds (tf.estimator's
+  TrainOutput, which tf.estimator.export did not list either). The training
+  step itself is the export's train op, kept in the MetaGraph's
+  'saved_model_train_op' collection.
+
+  Args:
+    loss: keys 'loss' / 'loss/<key>'.
+    predictions: keys 'predictions' / 'predictions/<key>'.
+    metrics: as for `EvalOutput`.
+
+  Raises:
+    ValueError: as for `EvalOutput`.
+  """
+
+  METHOD_NAME = SUPERVISED_TRAIN_METHOD_NAME

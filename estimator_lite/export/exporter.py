@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import json
 import os
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -38,7 +38,7 @@ class Exporter(abc.ABC):
   @abc.abstractmethod
   def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
-             ) -> Optional[str]:
+             ) -> Optional[Union[str, bytes]]:
     """Exports the given `Estimator` to a specific format.
 
     Args:
@@ -50,7 +50,9 @@ class Exporter(abc.ABC):
         False when `TrainSpec.max_steps` is None.
 
     Returns:
-      The path of the exported directory (str), or None if export is skipped.
+      The path of the exported directory, or None if export is skipped. The
+      built-in exporters return what `Estimator.export_saved_model` returns:
+      bytes, as in tf.estimator.
     """
 
 
@@ -108,7 +110,7 @@ class _SavedModelExporter(Exporter):
     return self._name
 
   def _export_saved_model(self, estimator: Any, export_path: str,
-                          checkpoint_path: Optional[str]) -> str:
+                          checkpoint_path: Optional[str]) -> Any:
     return estimator.export_saved_model(
         export_path, self._serving_input_receiver_fn,
         assets_extra=self._assets_extra, as_text=self._as_text,
@@ -141,7 +143,7 @@ class LatestExporter(_SavedModelExporter):
 
   def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
-             ) -> Optional[str]:
+             ) -> Optional[bytes]:
     del eval_result, is_the_final_export
     export_result = self._export_saved_model(estimator, export_path, checkpoint_path)
     export_dirs.garbage_collect(export_path, self._exports_to_keep)
@@ -168,7 +170,7 @@ class FinalExporter(_SavedModelExporter):
 
   def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
-             ) -> Optional[str]:
+             ) -> Optional[bytes]:
     del eval_result
     if not is_the_final_export:
       return None
@@ -272,8 +274,8 @@ class BestExporter(_SavedModelExporter):
 
   def export(self, estimator: Any, export_path: str, checkpoint_path: Optional[str],
              eval_result: Optional[Dict[str, Any]], is_the_final_export: bool
-             ) -> Optional[str]:
-    export_path = os.fspath(export_path)
+             ) -> Optional[bytes]:
+    export_path = os.fsdecode(export_path)
     key = (estimator.model_dir, export_path)
     if self._loaded_for != key:
       self._best_eval_result = self._load_best(estimator.model_dir, export_path,
@@ -300,7 +302,7 @@ class BestExporter(_SavedModelExporter):
           best = json.load(f)["eval_result"]
         _logging.info("Loaded best eval result from %s: %s", state_path, best)
         return best
-      except (ValueError, KeyError, TypeError) as e:
+      except (ValueError, KeyError, TypeError, OSError, tf.errors.OpError) as e:
         _logging.warning("Ignoring unreadable %s: %s", state_path, e)
     if not export_dirs.list_versions(export_path):
       # Nothing exported yet: the first candidate is exported, whatever earlier
@@ -331,11 +333,29 @@ class BestExporter(_SavedModelExporter):
     return best
 
   def _save_best(self, export_path: str, eval_result: Optional[Dict[str, Any]],
-                 export_dir: Optional[str]) -> None:
+                 export_dir: Any) -> None:
+    """Persists the best result; a failure only loses that memory, never the export.
+
+    tf.estimator kept the best result in memory alone, so an export never
+    failed for it: the result is still kept in memory, and a value JSON
+    cannot hold is left out of the file (eval results keep only their
+    numeric scalars; the export directory, if not a path).
+    """
+    if isinstance(export_dir, (str, bytes, os.PathLike)):
+      export_dir = os.fsdecode(export_dir)
+    else:
+      export_dir = None
     state = {"eval_result": _scalars(eval_result), "export_dir": export_dir}
     state_path = os.path.join(export_path, BEST_EVAL_RESULT_FILE)
     temp_path = state_path + ".tmp"
-    with tf.io.gfile.GFile(temp_path, "w") as f:
-      json.dump(state, f, indent=2, sort_keys=True)
-    # Replaced in one step so a crash leaves the old or the new file, never half.
-    tf.io.gfile.rename(temp_path, state_path, overwrite=True)
+    try:
+      text = json.dumps(state, indent=2, sort_keys=True)
+      with tf.io.gfile.GFile(temp_path, "w") as f:
+        f.write(text)
+      # Replaced in one step so a crash leaves the old or the new file, never half.
+      tf.io.gfile.rename(temp_path, state_path, overwrite=True)
+    except (TypeError, ValueError, OSError, tf.errors.OpError) as e:
+      _logging.warning(
+          "BestExporter could not write %s (%s): the best result is kept in memory "
+          "only, and a restarted job will not know it.",
+          state_path, e)

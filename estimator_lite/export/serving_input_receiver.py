@@ -9,52 +9,10 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Union
 
 import attrs
-import numpy as np
 import tensorflow as tf
 
 from estimator_lite._util import validation
-
-# The keys TensorFlow's SavedModel tooling (and tf.estimator) used when a single
-# tensor, rather than a dict, was given.
-SINGLE_FEATURE_DEFAULT_NAME = "feature"
-SINGLE_RECEIVER_DEFAULT_NAME = "input"
-
-_DEFAULT_NAMES = {
-    "feature": SINGLE_FEATURE_DEFAULT_NAME,
-    "receiver_tensor": SINGLE_RECEIVER_DEFAULT_NAME,
-    "receiver_tensors_alternative": SINGLE_RECEIVER_DEFAULT_NAME,
-}
-
-
-def _is_tensor(value: Any) -> bool:
-  return isinstance(value, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor))
-
-
-def _check_tensor(value: Any, key: Optional[Union[str, int]], label: str) -> None:
-  if not _is_tensor(value):
-    where = f" {key!r}" if key is not None else ""
-    raise ValueError(
-        f"{label}{where} must be a Tensor, SparseTensor, or RaggedTensor; given "
-        f"{value!r}. Build it inside serving_input_receiver_fn (e.g. with "
-        "tf.compat.v1.placeholder).")
-
-
-def _wrap_and_check(tensors: Any, label: str, allow_int_keys: bool = False) -> Dict[Any, Any]:
-  """Returns `tensors` as a new dict of name to tensor, validated."""
-  if tensors is None:
-    raise ValueError(f"{label}s must be defined; got None.")
-  if not isinstance(tensors, dict):
-    tensors = {_DEFAULT_NAMES[label]: tensors}
-  checked = {}
-  for key, value in tensors.items():
-    key_ok = isinstance(key, str) or (
-        allow_int_keys and isinstance(key, int) and not isinstance(key, bool))
-    if not key_ok:
-      kinds = "strings or ints" if allow_int_keys else "strings"
-      raise ValueError(f"{label} keys must be {kinds}: {key!r}.")
-    _check_tensor(value, key, label)
-    checked[key] = value
-  return checked
+from estimator_lite.export import receiver_tensors as _receiver_tensors
 
 
 def _check_alternatives(alternatives: Any) -> Optional[Dict[str, Dict[str, Any]]]:
@@ -62,16 +20,17 @@ def _check_alternatives(alternatives: Any) -> Optional[Dict[str, Dict[str, Any]]
     return None
   if not isinstance(alternatives, dict):
     raise ValueError(
-        f"receiver_tensors_alternatives must be a dict: {alternatives!r}. Map "
+        f"receiver_tensors_alternatives must be a dict: {alternatives}. Map "
         "each alternative's name to a Tensor or a dict of Tensors.")
-  return {name: _wrap_and_check(tensors, "receiver_tensors_alternative")
+  return {name: _receiver_tensors.wrap_and_check_input_tensors(
+              tensors, "receiver_tensors_alternative")
           for name, tensors in alternatives.items()}
 
 
 # eq=False: identity equality and hashing; comparing dicts of graph tensors by
 # value would build ops (or fail) rather than answer.
 @attrs.frozen(init=False, eq=False)
-class ServingInputReceiver(validation.Replaceable):
+class ServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
   """Returned by a serving_input_receiver_fn: model features and the inputs fed at serving.
 
   Args:
@@ -98,14 +57,16 @@ class ServingInputReceiver(validation.Replaceable):
   def __init__(self, features: Any, receiver_tensors: Any,
                receiver_tensors_alternatives: Optional[Dict[str, Any]] = None) -> None:
     self.__attrs_init__(
-        features=_wrap_and_check(features, "feature", allow_int_keys=True),
-        receiver_tensors=_wrap_and_check(receiver_tensors, "receiver_tensor"),
+        features=_receiver_tensors.wrap_and_check_input_tensors(
+            features, "feature", allow_int_keys=True),
+        receiver_tensors=_receiver_tensors.wrap_and_check_input_tensors(
+            receiver_tensors, "receiver_tensor"),
         receiver_tensors_alternatives=_check_alternatives(
             receiver_tensors_alternatives))
 
 
 @attrs.frozen(init=False, eq=False)
-class TensorServingInputReceiver(validation.Replaceable):
+class TensorServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
   """A `ServingInputReceiver` whose single feature reaches model_fn as a bare tensor.
 
   For model_fns whose `features` is one `Tensor` rather than a dict.
@@ -126,8 +87,11 @@ class TensorServingInputReceiver(validation.Replaceable):
   def __init__(self, features: Any, receiver_tensors: Any,
                receiver_tensors_alternatives: Optional[Dict[str, Any]] = None) -> None:
     if features is None:
-      raise ValueError("features must be defined; got None.")
-    _check_tensor(features, None, "features")
+      raise ValueError(
+          "features must be defined. Got None; return the model's single input "
+          "tensor from serving_input_receiver_fn.")
+    # As tf.estimator: a single value, checked under the label 'feature'.
+    _receiver_tensors.check_tensor(features, None, "feature")
     receiver = ServingInputReceiver(features, receiver_tensors,
                                     receiver_tensors_alternatives)
     self.__attrs_init__(
@@ -182,30 +146,6 @@ def build_parsing_serving_input_receiver_fn(feature_spec: Dict[str, Any],
   return serving_input_receiver_fn
 
 
-def _placeholder_like(value: Any, default_batch_size: Optional[int]) -> tf.Tensor:
-  if isinstance(value, tf.TensorSpec):
-    shape, dtype, name = value.shape, value.dtype, value.name
-  elif isinstance(value, tf.Tensor):
-    shape, dtype = value.shape, value.dtype
-    try:
-      # A graph tensor's op name names the placeholder, as tf.estimator did.
-      name = value.op.name
-    except AttributeError:  # eager tensors have no op
-      name = None
-  else:
-    # numpy arrays and lists: read shape and dtype without embedding the data
-    # in the export graph.
-    array = np.asarray(value)
-    dtype = tf.string if array.dtype.kind in "USO" else tf.as_dtype(array.dtype)
-    shape, name = tf.TensorShape(array.shape), None
-  if shape.rank is None:
-    batch_shape = tf.TensorShape(None)
-  else:
-    # As tf.estimator: the first dimension is the batch (a scalar becomes [batch]).
-    batch_shape = tf.TensorShape([default_batch_size]).concatenate(shape[1:])
-  return tf.compat.v1.placeholder(dtype=dtype, shape=batch_shape, name=name)
-
-
 def build_raw_serving_input_receiver_fn(features: Dict[str, Any],
                                         default_batch_size: Optional[int] = None
                                         ) -> Callable[[], ServingInputReceiver]:
@@ -230,8 +170,7 @@ def build_raw_serving_input_receiver_fn(features: Dict[str, Any],
 
   def serving_input_receiver_fn() -> ServingInputReceiver:
     """Feeds each feature through its own placeholder."""
-    receiver_tensors = {name: _placeholder_like(value, default_batch_size)
-                        for name, value in features.items()}
+    receiver_tensors = _receiver_tensors.placeholders_like(features, default_batch_size)
     return ServingInputReceiver(receiver_tensors, receiver_tensors)
 
   return serving_input_receiver_fn

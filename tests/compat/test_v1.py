@@ -34,8 +34,8 @@ _V1_EXPORT = [
     "build_parsing_serving_input_receiver_fn", "build_raw_serving_input_receiver_fn",
 ]
 _V1_EXPERIMENTAL = [
-    "InMemoryEvaluatorHook", "call_logit_fn", "make_early_stopping_hook",
-    "make_stop_at_checkpoint_step_hook",
+    "InMemoryEvaluatorHook", "build_raw_supervised_input_receiver_fn", "call_logit_fn",
+    "make_early_stopping_hook", "make_stop_at_checkpoint_step_hook",
     "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
     "stop_if_no_increase_hook",
 ]
@@ -46,7 +46,6 @@ _EXPERIMENTAL_NOT_PROVIDED = {
     "RNNEstimator": "builds the RNN itself", "KMeans": "around your clustering step",
     "dnn_logit_fn_builder": "Compute the logits in your model_fn",
     "linear_logit_fn_builder": "Compute the logits in your model_fn",
-    "build_raw_supervised_input_receiver_fn": "build_raw_serving_input_receiver_fn",
 }
 
 

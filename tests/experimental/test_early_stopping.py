@@ -74,7 +74,8 @@ def test_local_train_and_evaluate_stops_when_loss_stalls_and_exports_final(tmp_p
   assert stop_marker.read_stop_marker(estimator.model_dir) == final_step
   # tf.estimator never ran a FinalExporter after an early stop; here the
   # evaluation of the last checkpoint is the final export.
-  assert len(exports) == 1 and os.path.isfile(os.path.join(exports[0], "saved_model.pb"))
+  assert len(exports) == 1 and os.path.isfile(
+      os.path.join(os.fsdecode(exports[0]), "saved_model.pb"))  # bytes, as tf.estimator
 
   # The threshold hooks read the same history: loss is about 6.2 all along.
   loss = early_stopping.read_eval_metrics(estimator.eval_dir())[10]["loss"]

@@ -4,6 +4,7 @@ train_and_evaluate runs `exporter.export(estimator, model_dir/export/NAME,
 checkpoint_path, eval_result, is_the_final_export)` after each evaluation;
 these tests make the same calls on a real tiny Estimator.
 """
+import json
 import os
 
 import numpy as np
@@ -48,7 +49,14 @@ def _export(exporter, estimator, eval_result, is_the_final_export=False):
                          estimator.latest_checkpoint(), eval_result, is_the_final_export)
 
 
+def _name(export_dir):
+  """The version directory's name of an export path (bytes, as returned)."""
+  assert isinstance(export_dir, bytes)
+  return os.path.basename(os.fsdecode(export_dir))
+
+
 def _step_of_export(export_dir):
+  export_dir = os.fsdecode(export_dir)
   return int(tf.train.load_variable(os.path.join(export_dir, "variables", "variables"),
                                     "global_step"))
 
@@ -75,7 +83,9 @@ def test_latest_exporter_writes_the_tensorflow_serving_layout(tmp_path):
   # version directories (no temp-* left), each a complete SavedModel; the
   # newest export has the highest number. Older ones beyond 2 are gone.
   names = os.listdir(export_path)
-  assert all(isinstance(d, str) for d in exported)
+  # As tf.estimator's exporters: the export directory, as bytes.
+  assert all(isinstance(d, bytes) for d in exported)
+  exported = [os.fsdecode(d) for d in exported]
   assert sorted(names) == sorted(os.path.basename(d) for d in exported[1:])
   assert all(name.isdigit() for name in names)
   for name in names:
@@ -111,10 +121,10 @@ def test_best_exporter_exports_only_improvements_and_remembers_them_across_resta
   # The first evaluation is exported although its own event is already in
   # eval_best/ (it is the candidate, not a rival).
   first = _export(exporter, estimator, eval_result)
-  assert first is not None and versions() == [os.path.basename(first)]
+  assert first is not None and versions() == [_name(first)]
   assert _export(exporter, estimator, dict(eval_result, loss=loss + 1)) is None
   better = _export(exporter, estimator, dict(eval_result, loss=loss / 2))
-  assert better is not None and versions() == [os.path.basename(first), os.path.basename(better)]
+  assert better is not None and versions() == [_name(first), _name(better)]
 
   # An event better than anything exported, never exported: a restart must
   # judge against what was exported (the state file), not re-scan events.
@@ -125,14 +135,14 @@ def test_best_exporter_exports_only_improvements_and_remembers_them_across_resta
   assert _export(restarted, estimator, dict(eval_result, loss=loss * 0.75)) is None
   best = _export(restarted, estimator, dict(eval_result, loss=loss / 4))
   assert best is not None
-  assert versions() == [os.path.basename(better), os.path.basename(best)]  # keeps 2
+  assert versions() == [_name(better), _name(best)]  # keeps 2
 
   # A directory exported without the state file (as tf.estimator left it):
   # the best is recovered from the event files, where loss 0.0 beats all.
   os.remove(os.path.join(export_path, BEST_EVAL_RESULT_FILE))
   from_events = est.BestExporter("best", _receiver_fn, event_file_pattern=pattern)
   assert _export(from_events, estimator, dict(eval_result, loss=loss / 8)) is None
-  assert versions() == [os.path.basename(better), os.path.basename(best)]
+  assert versions() == [_name(better), _name(best)]
 
 
 def test_final_exporter_exports_only_the_final_evaluation(estimator):
@@ -141,8 +151,43 @@ def test_final_exporter_exports_only_the_final_evaluation(estimator):
   assert _export(exporter, estimator, eval_result, is_the_final_export=False) is None
   assert not os.path.exists(_export_path(estimator, exporter))
   final = _export(exporter, estimator, eval_result, is_the_final_export=True)
-  assert os.listdir(_export_path(estimator, exporter)) == [os.path.basename(final)]
+  assert os.listdir(_export_path(estimator, exporter)) == [_name(final)]
   assert _step_of_export(final) == 2
+
+
+def test_best_exporter_exports_whatever_its_memory_file_cannot_hold(estimator, tf_logs):
+  # tf.estimator kept the best result in memory only, so nothing in an eval
+  # result could break an export; estimator_lite also writes it to a file.
+  eval_result = estimator.evaluate(_input_fn, steps=1, name="odd")
+  exporter = est.BestExporter("odd", _receiver_fn, event_file_pattern=None)
+  odd = dict(eval_result, histogram=np.arange(3.0), owner=object(), flag=np.bool_(True))
+  first = _export(exporter, estimator, odd)
+  assert first is not None
+  state_path = os.path.join(_export_path(estimator, exporter), BEST_EVAL_RESULT_FILE)
+  with open(state_path) as f:
+    state = json.load(f)
+  # Only the numeric scalars are remembered; the export path as a str.
+  assert state == {"eval_result": {"loss": pytest.approx(float(eval_result["loss"])),
+                                   "global_step": int(eval_result["global_step"])},
+                   "export_dir": os.fsdecode(first)}
+  # The full result stays the best in memory: compare_fn sees it.
+  seen = []
+
+  def compare_fn(best_eval_result, current_eval_result):
+    seen.append(best_eval_result)
+    return current_eval_result["loss"] < best_eval_result["loss"]
+
+  exporter = est.BestExporter("unwritable", _receiver_fn, event_file_pattern=None,
+                              compare_fn=compare_fn)
+  export_path = _export_path(estimator, exporter)
+  # The memory file cannot be written (a directory is in its place): the
+  # exports still happen, and the failure is logged.
+  os.makedirs(os.path.join(export_path, BEST_EVAL_RESULT_FILE, "in_the_way"))
+  first = _export(exporter, estimator, odd)
+  assert first is not None and seen == []
+  assert "could not write" in tf_logs.text
+  better = _export(exporter, estimator, dict(odd, loss=float(odd["loss"]) / 2))
+  assert better is not None and seen[-1] is odd
 
 
 def test_exporters_reject_bad_arguments():

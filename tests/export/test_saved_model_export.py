@@ -5,6 +5,7 @@ with `tf.saved_model.load` (eager TF2, in this process) and checks that what
 the export computes is what Estimator.predict computed.
 """
 import os
+import re
 import subprocess
 import sys
 import time
@@ -93,12 +94,14 @@ def test_export_loads_in_tf2_and_matches_predict(trained, tmp_path):
   notes.write_text("extra")
   base = str(tmp_path / "export")
 
-  export_dir = estimator.export_saved_model(
+  returned = estimator.export_saved_model(
       base, _parsing_receiver_fn_with_raw_alternative,
       assets_extra={"docs/notes.txt": str(notes)})
 
-  # A str path to a new numeric version directory, published whole.
-  assert isinstance(export_dir, str)
+  # As tf.estimator: the path of a new numeric version directory, as bytes;
+  # published whole.
+  assert isinstance(returned, bytes)
+  export_dir = os.fsdecode(returned)
   assert os.path.dirname(export_dir) == base
   assert os.path.basename(export_dir).isdigit()
   assert _version_dirs(base) == [os.path.basename(export_dir)]
@@ -168,8 +171,8 @@ def test_default_signature_returns_all_predictions_and_exports_stay_unique(tmp_p
   # second and the next): new exports must still be unique and newest-highest.
   taken = int(time.time()) + 2
   os.makedirs(os.path.join(base, str(taken)))
-  first = estimator.export_saved_model(base, receiver_fn)
-  second = estimator.export_saved_model(base, receiver_fn, as_text=True)
+  first = os.fsdecode(estimator.export_saved_model(base, receiver_fn))
+  second = os.fsdecode(estimator.export_saved_model(base, receiver_fn, as_text=True))
   assert int(os.path.basename(first)) == taken + 1
   assert int(os.path.basename(second)) == taken + 2
   assert _version_dirs(base) == sorted([str(taken), os.path.basename(first),
@@ -220,8 +223,8 @@ def test_vocabulary_is_exported_as_asset_and_survives_deleting_the_original(tmp_
   assert len({round(float(s), 3) for s in expected}) == 4
 
   spec = tf.compat.v1.feature_column.make_parse_example_spec(columns)
-  export_dir = estimator.export_saved_model(
-      str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec))
+  export_dir = os.fsdecode(estimator.export_saved_model(
+      str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec)))
   assert os.listdir(os.path.join(export_dir, "assets")) == ["colors.txt"]
   vocab_path.unlink()
 
@@ -229,24 +232,6 @@ def test_vocabulary_is_exported_as_asset_and_survives_deleting_the_original(tmp_
   out = loaded.signatures["serving_default"](
       examples=_examples("color", colors[:, 0], kind="bytes"))
   np.testing.assert_allclose(out["score"].numpy(), expected, rtol=0, atol=1e-6)
-
-
-def test_receivers_validate_their_inputs():
-  with tf.Graph().as_default():
-    x = tf.compat.v1.placeholder(tf.float32, [None, 2])
-    receiver = est.export.ServingInputReceiver(x, x)
-    assert list(receiver.features) == ["feature"]
-    assert list(receiver.receiver_tensors) == ["input"]
-    bare = est.export.TensorServingInputReceiver(x, {"x": x})
-    assert bare.features is x
-    with pytest.raises(ValueError, match="feature 'x' must be a Tensor"):
-      est.export.ServingInputReceiver({"x": [1.0]}, x)
-    with pytest.raises(ValueError, match="receiver_tensor keys must be strings"):
-      est.export.ServingInputReceiver(x, {1: x})
-    with pytest.raises(ValueError, match="receiver_tensors_alternatives must be a dict"):
-      est.export.ServingInputReceiver(x, x, [x])
-  with pytest.raises(ValueError, match="feature_spec must be a non-empty dict"):
-    est.export.build_parsing_serving_input_receiver_fn([])
 
 
 # A child that trains, then dies (os._exit: no except/finally clean-up runs, as
@@ -307,8 +292,9 @@ def test_crash_mid_export_leaves_no_version_for_serving(run_python, linear_model
 
   # A restarted program exports the same checkpoint: a new, higher version.
   estimator = est.Estimator(linear_model_fn, model_dir=model_dir)
-  export_dir = estimator.export_saved_model(base, est.export.build_raw_serving_input_receiver_fn(
-      {"x": tf.TensorSpec([None, 2], tf.float32)}))
+  export_dir = os.fsdecode(estimator.export_saved_model(
+      base, est.export.build_raw_serving_input_receiver_fn(
+          {"x": tf.TensorSpec([None, 2], tf.float32)})))
   assert os.path.basename(export_dir).isdigit()
   assert int(os.path.basename(export_dir)) > crashed_version
   assert [name for name in os.listdir(base) if name.isdigit()] == [os.path.basename(export_dir)]
@@ -344,7 +330,8 @@ def test_an_export_removes_only_old_temp_dirs_of_crashed_exports(trained, tmp_pa
   linked = base / "temp-4000"
   linked.symlink_to(outside, target_is_directory=True)
 
-  export_dir = estimator.export_saved_model(str(base), _parsing_receiver_fn_with_raw_alternative)
+  export_dir = os.fsdecode(
+      estimator.export_saved_model(str(base), _parsing_receiver_fn_with_raw_alternative))
 
   assert not os.path.lexists(stale)
   assert fresh.is_dir() and other.is_dir() and linked.is_symlink()
@@ -479,11 +466,13 @@ def test_export_savedmodel_v1_as_text_stripped_from_an_older_checkpoint(
   receiver_fn = est.export.build_raw_serving_input_receiver_fn(
       {"x": tf.TensorSpec([None, 2], tf.float32)})
 
-  export_dir = estimator.export_savedmodel(
+  returned = estimator.export_savedmodel(
       str(tmp_path / "export"), receiver_fn, as_text=True, strip_default_attrs=True,
       checkpoint_path=older)
 
-  assert isinstance(export_dir, str) and os.path.basename(export_dir).isdigit()
+  assert isinstance(returned, bytes)  # as tf.estimator
+  export_dir = os.fsdecode(returned)
+  assert os.path.basename(export_dir).isdigit()
   assert sorted(os.listdir(export_dir)) == ["saved_model.pbtxt", "variables"]
   exported_variables = os.path.join(export_dir, "variables", "variables")
   assert tf.train.load_variable(exported_variables, "global_step") == 2
@@ -494,3 +483,141 @@ def test_export_savedmodel_v1_as_text_stripped_from_an_older_checkpoint(
   assert saved_model.meta_graphs[0].meta_info_def.stripped_default_attrs
   served = tf.saved_model.load(export_dir).signatures["serving_default"](x=tf.constant(ROWS))
   np.testing.assert_allclose(served["y"].numpy(), expected, rtol=0, atol=1e-6)
+
+
+def _regression_model_fn(features, labels, mode):
+  """y = x w + b, trained by gradient descent; EVAL also reports the mean absolute error."""
+  w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.ones_initializer())
+  b = tf.compat.v1.get_variable("b", [], initializer=tf.compat.v1.zeros_initializer())
+  y = tf.squeeze(tf.matmul(features["x"], w), 1) + b
+  if mode == est.ModeKeys.PREDICT:
+    return est.EstimatorSpec(mode, predictions={"y": y})
+  loss = tf.reduce_mean(tf.square(y - labels))
+  if mode == est.ModeKeys.EVAL:
+    return est.EstimatorSpec(mode, loss=loss, predictions={"y": y}, eval_metric_ops={
+        "mae": tf.compat.v1.metrics.mean_absolute_error(labels, y)})
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def test_train_eval_and_serving_graphs_export_together_and_run_when_loaded(tmp_path):
+  targets = ROWS[:, 0] - 2 * ROWS[:, 1] + 0.5
+  estimator = est.Estimator(_regression_model_fn, model_dir=str(tmp_path / "model"))
+  estimator.train(lambda: tf.data.Dataset.from_tensors(({"x": ROWS}, targets)).repeat(3))
+  w, b = estimator.get_variable_value("w")[:, 0], estimator.get_variable_value("b")
+  expected_y = ROWS @ w + b
+  expected_loss = np.mean(np.square(expected_y - targets))
+  supervised_fn = est.experimental.build_raw_supervised_input_receiver_fn(
+      {"x": tf.TensorSpec([None, 2], tf.float32)}, tf.TensorSpec([None], tf.float32))
+  serving_fn = est.export.build_raw_serving_input_receiver_fn(
+      {"x": tf.TensorSpec([None, 2], tf.float32)})
+
+  returned = estimator.experimental_export_all_saved_models(
+      str(tmp_path / "export"), {est.ModeKeys.TRAIN: supervised_fn,
+                                 est.ModeKeys.EVAL: supervised_fn,
+                                 est.ModeKeys.PREDICT: serving_fn})
+
+  assert isinstance(returned, bytes)  # as tf.estimator
+  export_dir = os.fsdecode(returned)
+  # One set of variables (the checkpoint's) for the three graphs.
+  np.testing.assert_array_equal(
+      tf.train.load_variable(os.path.join(export_dir, "variables", "variables"), "w")[:, 0], w)
+
+  def load(tag):
+    graph = tf.Graph()
+    session = tf.compat.v1.Session(graph=graph)
+    with graph.as_default():
+      meta_graph = tf.compat.v1.saved_model.loader.load(session, [tag], export_dir)
+    signature = meta_graph.signature_def[tag]
+    feed = {signature.inputs["x"].name: ROWS, signature.inputs["label"].name: targets}
+    return graph, session, signature, feed
+
+  # EVAL: the signature computes the loss, predictions and metrics on fed examples.
+  graph, session, signature, feed = load("eval")
+  with session:
+    assert signature.method_name == "tensorflow/supervised/eval"
+    assert set(signature.outputs) == {"loss", "predictions/y", "metrics/mae/value",
+                                      "metrics/mae/update_op"}
+    loss, y = session.run([signature.outputs["loss"].name,
+                           signature.outputs["predictions/y"].name], feed)
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
+    np.testing.assert_allclose(y, expected_y, rtol=0, atol=1e-5)
+    session.run(signature.outputs["metrics/mae/update_op"].name, feed)
+    np.testing.assert_allclose(session.run(signature.outputs["metrics/mae/value"].name),
+                               np.mean(np.abs(expected_y - targets)), rtol=1e-5)
+
+  # TRAIN: the loss, and the train op (in its collection) takes a step.
+  graph, session, signature, feed = load("train")
+  with session:
+    assert signature.method_name == "tensorflow/supervised/training"
+    loss = session.run(signature.outputs["loss"].name, feed)
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
+    (train_op,) = graph.get_collection("saved_model_train_op")
+    step = tf.compat.v1.train.get_global_step(graph)
+    before = session.run(step)
+    session.run(train_op, feed)
+    assert session.run(step) == before + 1
+    assert session.run(signature.outputs["loss"].name, feed) < loss
+
+  # PREDICT: the serving graph, as export_saved_model writes it.
+  served = tf.saved_model.load(export_dir, tags=["serve"]).signatures["serving_default"]
+  np.testing.assert_allclose(served(x=tf.constant(ROWS))["y"].numpy(), expected_y,
+                             rtol=0, atol=1e-5)
+
+  # One mode through export_saved_model: a SavedModel with that tag alone.
+  eval_only = os.fsdecode(estimator.export_saved_model(
+      str(tmp_path / "eval_only"), supervised_fn, experimental_mode=est.ModeKeys.EVAL))
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(eval_only, "saved_model.pb"), "rb") as f:
+    saved_model = saved_model_pb2.SavedModel.FromString(f.read())
+  assert [list(m.meta_info_def.tags) for m in saved_model.meta_graphs] == [["eval"]]
+
+
+def test_export_modes_are_checked_as_tf_estimator_checked_them(trained, tmp_path):
+  estimator, _ = trained
+  receiver_fn = est.export.build_raw_serving_input_receiver_fn(
+      {"x": tf.TensorSpec([None, 2], tf.float32)})
+  base = str(tmp_path / "export")
+  with pytest.raises(ValueError, match=re.escape(
+      "No valid modes for exporting found. Got dict_keys(['predict']).")):
+    estimator.experimental_export_all_saved_models(base, {"predict": receiver_fn})
+  with pytest.raises(ValueError, match=re.escape(
+      "No valid modes for exporting found. Got dict_keys(['infer_me']).")):
+    estimator.export_saved_model(base, receiver_fn, experimental_mode="infer_me")
+  with pytest.raises(ValueError, match=re.escape("An input_receiver_fn must be defined.")):
+    estimator.export_saved_model(base, None)
+  with pytest.raises(TypeError, match=re.escape("'str' object is not callable")):
+    estimator.export_saved_model(base, "receiver_fn")
+  assert not os.path.exists(base)
+
+
+def test_a_model_saved_by_an_object_checkpoint_exports(tmp_path):
+  # Scaffold(saver=tf.train.Checkpoint(...)): checkpoints keyed by object
+  # path; the export reads and writes the same keys, as tf.estimator did.
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.ones_initializer())
+    step = tf.compat.v1.train.get_or_create_global_step()
+    checkpoint = tf.train.Checkpoint(weights=w, step=step)
+    y = tf.squeeze(tf.matmul(features["x"], w), 1)
+    scaffold = tf.compat.v1.train.Scaffold(saver=checkpoint)
+    if mode == est.ModeKeys.PREDICT:
+      return est.EstimatorSpec(mode, predictions={"y": y}, scaffold=scaffold)
+    loss = tf.reduce_mean(tf.square(y - labels))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    return est.EstimatorSpec(mode, loss=loss, train_op=train_op, scaffold=scaffold)
+
+  estimator = est.Estimator(model_fn, model_dir=str(tmp_path / "model"))
+  estimator.train(lambda: tf.data.Dataset.from_tensors(
+      ({"x": ROWS}, ROWS[:, 0] - ROWS[:, 1])).repeat(3))
+  assert "weights/.ATTRIBUTES/VARIABLE_VALUE" in dict(
+      tf.train.list_variables(estimator.latest_checkpoint()))
+  expected = [p["y"] for p in estimator.predict(_predict_input_fn)]
+
+  export_dir = estimator.export_saved_model(
+      str(tmp_path / "export"), est.export.build_raw_serving_input_receiver_fn(
+          {"x": tf.TensorSpec([None, 2], tf.float32)}))
+
+  served = tf.saved_model.load(export_dir).signatures["serving_default"]
+  np.testing.assert_allclose(served(x=tf.constant(ROWS))["y"].numpy(), expected,
+                             rtol=0, atol=1e-6)

@@ -76,10 +76,13 @@ SHIM_MODULES = {
     "mode_keys": (("estimator_lite.mode_keys",), {}),
     "exporter": (("estimator_lite.export.exporter",), {}),
     "export.export": (
-        ("estimator_lite.export", "estimator_lite.export.serving_input_receiver"), {}),
+        ("estimator_lite.export", "estimator_lite.export.serving_input_receiver",
+         "estimator_lite.export.supervised_input_receiver",
+         "estimator_lite.export.receiver_tensors"), {}),
     "export.export_lib": (
         ("estimator_lite.export", "estimator_lite.export.serving_input_receiver",
-         "estimator_lite.export.export_output"), {}),
+         "estimator_lite.export.supervised_input_receiver",
+         "estimator_lite.export.receiver_tensors", "estimator_lite.export.export_output"), {}),
     "export.export_output": (("estimator_lite.export.export_output",), {}),
     "early_stopping": (
         ("estimator_lite.experimental.early_stopping",),

@@ -82,6 +82,20 @@ def test_hook_scaffold_and_saver_internals(tmp_path):
     pass
 
 
+def test_an_object_checkpoint_becomes_a_name_based_saver_of_its_keys(tmp_path):
+  with tf.Graph().as_default():
+    weights = _v1.get_variable("w", [2], initializer=_v1.ones_initializer())
+    checkpoint = tf.train.Checkpoint(model_weights=weights)
+    saver = tf_internals.name_based_saver(checkpoint)
+    assert isinstance(saver, _v1.train.Saver)
+    plain = _v1.train.Saver()
+    assert tf_internals.name_based_saver(plain) is plain
+    with _v1.Session() as session:
+      session.run(weights.initializer)
+      path = saver.save(session, str(tmp_path / "ckpt"))
+  assert "model_weights/.ATTRIBUTES/VARIABLE_VALUE" in dict(tf.train.list_variables(path))
+
+
 def test_strategy_internals():
   strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
   config = tf_internals.strategy_session_config(strategy, _v1.ConfigProto())
