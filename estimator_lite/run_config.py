@@ -9,11 +9,17 @@ import os
 from typing import Any, Callable, Dict, Generic, List, Optional, TypeVar, Union, overload
 
 import tensorflow as tf
-from tensorflow.core.protobuf import rewriter_config_pb2
 
+from estimator_lite._cluster import session_config as _session_config
 from estimator_lite._cluster import strategy_checks as _strategy_checks
 from estimator_lite._cluster import tf_config as _tf_config
 from estimator_lite._util import validation
+# pylint: disable=unused-import
+# tf.estimator's run_config module had get_default_session_config; with it,
+# the effective config that sessions and servers run with.
+from estimator_lite._cluster.session_config import effective_session_config
+from estimator_lite._cluster.session_config import get_default_session_config
+# pylint: enable=unused-import
 
 _logging = tf.compat.v1.logging
 
@@ -67,61 +73,6 @@ class TaskType:
   WORKER = _tf_config.WORKER
   CHIEF = _tf_config.CHIEF
   EVALUATOR = _tf_config.EVALUATOR
-
-
-def get_default_session_config() -> tf.compat.v1.ConfigProto:
-  """The session config of a RunConfig whose `session_config` is None: tf.estimator's default.
-
-  Soft placement, and one Grappler pass, which keeps graph setup (the time to
-  the first step) short without changing results.
-
-  Returns:
-    A new `tf.compat.v1.ConfigProto`.
-  """
-  return tf.compat.v1.ConfigProto(
-      allow_soft_placement=True,
-      graph_options=tf.compat.v1.GraphOptions(
-          rewrite_options=rewriter_config_pb2.RewriterConfig(
-              meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)))
-
-
-def effective_session_config(config: "RunConfig") -> tf.compat.v1.ConfigProto:
-  """The ConfigProto the sessions and servers of `config` run with.
-
-  `config.session_config`, or `get_default_session_config()` when it is None,
-  as tf.estimator's Estimator did.
-
-  Args:
-    config: a RunConfig.
-
-  Returns:
-    A `tf.compat.v1.ConfigProto` (the RunConfig's own, or a new default one).
-  """
-  session_config = config.session_config
-  return get_default_session_config() if session_config is None else session_config
-
-
-# Each job's device filters in a between-graph cluster, as tf.estimator set
-# them: a trainer sees the ps tasks and itself only, so it neither waits for
-# nor depends on the other trainers; a ps task serves all trainers.
-_DEVICE_FILTERS = {
-    TaskType.MASTER: ["/job:ps", "/job:master"],
-    TaskType.CHIEF: ["/job:ps", "/job:chief"],
-    TaskType.PS: ["/job:ps", "/job:worker", "/job:chief", "/job:master"],
-}
-
-
-def _cluster_session_config(role: _tf_config.ClusterRole) -> Optional[tf.compat.v1.ConfigProto]:
-  """tf.estimator's session_config for a task of a between-graph cluster (None for other jobs)."""
-  if role.task_type == TaskType.WORKER:
-    filters = ["/job:ps", f"/job:worker/task:{role.task_id}"]
-  elif isinstance(role.task_type, str) and role.task_type in _DEVICE_FILTERS:
-    filters = _DEVICE_FILTERS[role.task_type]
-  else:  # the evaluator, and jobs tf.estimator had no role for
-    return None
-  config = get_default_session_config()
-  config.device_filters.extend(filters)
-  return config
 
 
 def _positional_names(fn: Any) -> Optional[List[str]]:
@@ -354,7 +305,7 @@ class RunConfig:
     # strategy across a chief/worker cluster sets its own.
     if (session_config is None and self._role.distributed and
         (train_distribute is None or TaskType.MASTER in self._role.cluster_spec.jobs)):
-      values["session_config"] = _cluster_session_config(self._role)
+      values["session_config"] = _session_config.cluster_session_config(self._role)
     self._set(values)
 
   def _set(self, values: Dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from estimator_lite import run_config as _run_config
+from estimator_lite._cluster import session_config as _session_config
 from estimator_lite._cluster import tf_config as _tf_config
 from estimator_lite._util import tf_internals
 
@@ -70,7 +70,7 @@ def start_std_server(config: Any) -> Optional[tf.distribute.Server]:
                 config.task_id, config.cluster_spec.as_dict())
   return tf.distribute.Server(
       config.cluster_spec, job_name=config.task_type, task_index=config.task_id,
-      config=_server_config(_run_config.effective_session_config(config)),
+      config=_server_config(_session_config.effective_session_config(config)),
       protocol=config.protocol,
       start=True)
 

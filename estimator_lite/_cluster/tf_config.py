@@ -54,7 +54,10 @@ class TFConfigError(ValueError):
 
 
 class TFConfigTypeError(TFConfigError, TypeError):
-  """A TF_CONFIG value of the wrong type: a TypeError (as tf.estimator raised) and a TFConfigError."""
+  """A TF_CONFIG value of the wrong type.
+
+  A TypeError, as tf.estimator raised, and a TFConfigError.
+  """
 
 
 @attrs.frozen

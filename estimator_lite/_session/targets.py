@@ -12,8 +12,8 @@ from typing import Any, Optional
 import attrs
 import tensorflow as tf
 
-from estimator_lite import run_config
 from estimator_lite._cluster import server
+from estimator_lite._cluster import session_config as _session_config
 from estimator_lite._cluster import strategy_checks
 from estimator_lite._util import tf_internals
 
@@ -69,10 +69,11 @@ def training_target(config: Any) -> TrainingTarget:
   strategy = config.train_distribute
   if strategy is None:
     return TrainingTarget(master=config.master,
-                          session_config=run_config.effective_session_config(config),
+                          session_config=_session_config.effective_session_config(config),
                           is_chief=config.is_chief, initializes_variables=config.is_chief,
                           watches_sigterm=True)
-  session_config = strategy_session_config(run_config.effective_session_config(config), strategy)
+  session_config = strategy_session_config(
+      _session_config.effective_session_config(config), strategy)
   if not strategy_checks.is_multi_worker(strategy):
     return TrainingTarget(master=config.master, session_config=session_config, is_chief=True,
                           initializes_variables=True, watches_sigterm=True)
@@ -92,7 +93,7 @@ def in_process_session_config(config: Any, strategy: Optional[tf.distribute.Stra
   settings too.
   """
   session_config = tf.compat.v1.ConfigProto()
-  session_config.CopyFrom(run_config.effective_session_config(config))
+  session_config.CopyFrom(_session_config.effective_session_config(config))
   del session_config.device_filters[:]
   if strategy is not None:
     session_config = strategy_session_config(session_config, strategy)
