@@ -16,4 +16,8 @@ if _tf_package not in ("tensorflow", "tensorflow-cpu"):
         f"ESTIMATOR_LITE_TENSORFLOW={_tf_package!r} is not supported: "
         "use 'tensorflow' (default) or 'tensorflow-cpu'.")
 
-setup(install_requires=[f"{_tf_package}{_TF_RANGE}", "numpy", "attrs>=22.2"])
+# tf-keras: the canned estimators train with Keras 2's OptimizerV2 classes and
+# build their layers with it, as tf.estimator 2.15 did (their checkpoints hold
+# those variables); Keras 3 cannot build graph-mode train ops.
+setup(install_requires=[f"{_tf_package}{_TF_RANGE}", "numpy", "attrs>=22.2",
+                        "tf-keras>=2.16,<2.22"])

@@ -39,8 +39,7 @@ from estimator_lite.hooks import StopAtStepHook
 from estimator_lite.hooks import StopAtTimeHook
 from estimator_lite.hooks import SummarySaverHook
 from estimator_lite._session.preemption import Preempted
-from estimator_lite._util.not_provided import CANNED
-from estimator_lite._util.not_provided import not_provided_error
+from estimator_lite import canned
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 from estimator_lite.training import EvalSpec
@@ -53,5 +52,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-  # tf.estimator's canned estimators and heads: say what to use instead.
-  raise not_provided_error(__name__, name, CANNED)
+  # The canned estimators and heads are imported on first use (they bring Keras
+  # and the feature-column code).
+  if name in canned.V2_NAMES:
+    value = canned.resolve(canned.V2_NAMES, name)
+    globals()[name] = value
+    return value
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from typing import Any, List
 from estimator_lite import experimental
 from estimator_lite import export
 from estimator_lite import inputs
-from estimator_lite._util.not_provided import CANNED
+from estimator_lite import canned
 from estimator_lite._util.not_provided import not_provided_error
 from estimator_lite._util.not_provided import NotProvided
 from estimator_lite.estimator import Estimator
@@ -67,21 +67,25 @@ _PROVIDED = (
     "train_and_evaluate", "export", "experimental", "inputs",
 )
 
-# tf.compat.v1.estimator's other names: the canned estimators and heads, and
-# TPU support. Asking for one says what to use instead of a bare AttributeError.
+# tf.compat.v1.estimator's TPU support is left out: asking for it says what to
+# use instead of a bare AttributeError.
 _NOT_PROVIDED: NotProvided = {
-    **CANNED,
     "tpu": ("tf.compat.v1.estimator", "TPUEstimator and its configs",
             "Use estimator_lite.Estimator; TPUs are not supported."),
 }
 
 
-__all__ = sorted(_PROVIDED + ("estimator",))
+__all__ = sorted(_PROVIDED + ("estimator",) + tuple(canned.V1_NAMES))
 
 
 def __getattr__(name: str) -> Any:
   if name == "estimator":
     return sys.modules[__name__]
+  # The canned estimators (their v1 classes) and heads, imported on first use.
+  if name in canned.V1_NAMES:
+    value = canned.resolve(canned.V1_NAMES, name)
+    globals()[name] = value
+    return value
   raise not_provided_error(__name__, name, _NOT_PROVIDED)
 
 

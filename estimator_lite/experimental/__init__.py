@@ -1,13 +1,16 @@
 """estimator_lite.experimental: early stopping, in-memory evaluation, export inputs, call_logit_fn.
 
 Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimental
-is this module). tf.estimator's canned parts of these namespaces are not
-provided: asking for one raises an AttributeError saying what to use instead.
+is this module), with the canned logit builders `dnn_logit_fn_builder` and
+`linear_logit_fn_builder`. LinearSDCA, RNNClassifier, RNNEstimator and KMeans
+are not provided: asking for one raises an AttributeError saying what to use
+instead.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from estimator_lite import canned
 from estimator_lite._util.not_provided import not_provided_error
 from estimator_lite.experimental.early_stopping import make_early_stopping_hook
 from estimator_lite.experimental.early_stopping import stop_if_higher_hook
@@ -22,9 +25,6 @@ from estimator_lite.export.supervised_input_receiver import build_raw_supervised
 _V2 = "tf.estimator.experimental"
 _V1 = "tf.compat.v1.estimator.experimental"
 _WRITE_MODEL_FN = "Write a model_fn for estimator_lite.Estimator"
-_LOGITS_IN_MODEL_FN = (
-    "Compute the logits in your model_fn (e.g. "
-    "tf.compat.v1.feature_column.input_layer, then tf.compat.v1.layers.dense).")
 # tf.estimator.experimental's (and the v1 namespace's) names estimator_lite
 # leaves out: the canned-estimator parts.
 _NOT_PROVIDED = {
@@ -42,12 +42,14 @@ _NOT_PROVIDED = {
         _V1, "a canned clustering estimator",
         f"{_WRITE_MODEL_FN} around your clustering step, or cluster outside the "
         "Estimator (e.g. sklearn.cluster.KMeans)."),
-    "dnn_logit_fn_builder": (
-        _V1, "the canned DNN estimators' logit builder", _LOGITS_IN_MODEL_FN),
-    "linear_logit_fn_builder": (
-        _V1, "the canned linear estimators' logit builder", _LOGITS_IN_MODEL_FN),
 }
 
 
 def __getattr__(name: str) -> Any:
+  # The canned logit builders, imported on first use (they bring Keras and the
+  # feature-column code).
+  if name in canned.EXPERIMENTAL_NAMES:
+    value = canned.resolve(canned.EXPERIMENTAL_NAMES, name)
+    globals()[name] = value
+    return value
   raise not_provided_error(__name__, name, _NOT_PROVIDED)

@@ -1,0 +1,72 @@
+"""Canned estimators (DNN, Linear, DNNLinearCombined, Baseline) and the names that reach them.
+
+The public namespaces (estimator_lite, estimator_lite.compat.v1,
+estimator_lite.experimental) resolve these names on first use, so that
+`import estimator_lite` does not import Keras and the feature-column code for
+programs that never use a canned estimator or a head.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict, Mapping
+
+_HEADS = {
+    "Head": "estimator_lite.head.base_head",
+    "BinaryClassHead": "estimator_lite.head.binary_class_head",
+    "MultiClassHead": "estimator_lite.head.multi_class_head",
+    "MultiLabelHead": "estimator_lite.head.multi_label_head",
+    "MultiHead": "estimator_lite.head.multi_head",
+    "RegressionHead": "estimator_lite.head.regression_head",
+    "LogisticRegressionHead": "estimator_lite.head.regression_head",
+    "PoissonRegressionHead": "estimator_lite.head.regression_head",
+}
+_SHARED = {
+    **_HEADS,
+    "add_metrics": "estimator_lite.canned.add_metrics",
+    "classifier_parse_example_spec": "estimator_lite.canned.parse_example_spec",
+    "regressor_parse_example_spec": "estimator_lite.canned.parse_example_spec",
+}
+_ESTIMATOR_MODULES = {
+    "DNN": "estimator_lite.canned.dnn",
+    "Linear": "estimator_lite.canned.linear",
+    "DNNLinearCombined": "estimator_lite.canned.dnn_linear_combined",
+    "Baseline": "estimator_lite.canned.baseline",
+}
+_TASKS = ("Classifier", "Regressor", "Estimator")
+
+# name -> (module, attribute) for the top level (tf.estimator's v2 classes).
+V2_NAMES: Dict[str, tuple] = {
+    **{name: (module, name) for name, module in _SHARED.items()},
+    **{kind + task: (module, kind + task)
+       for kind, module in _ESTIMATOR_MODULES.items() for task in _TASKS},
+}
+# name -> (module, attribute) for compat.v1 (tf.compat.v1.estimator's classes:
+# the v1 estimators are the `...V1` classes of the same modules).
+V1_NAMES: Dict[str, tuple] = {
+    **{name: (module, name) for name, module in _SHARED.items()},
+    **{kind + task: (module, kind + task + "V1")
+       for kind, module in _ESTIMATOR_MODULES.items() for task in _TASKS},
+}
+# tf.compat.v1.estimator.experimental's logit builders (offered in both
+# experimental namespaces: estimator_lite has one module for both).
+EXPERIMENTAL_NAMES: Dict[str, tuple] = {
+    "dnn_logit_fn_builder": ("estimator_lite.canned.dnn", "dnn_logit_fn_builder"),
+    "linear_logit_fn_builder": ("estimator_lite.canned.linear", "linear_logit_fn_builder"),
+}
+
+
+def resolve(names: Mapping[str, tuple], name: str) -> Any:
+  """Imports and returns the object `names` maps `name` to.
+
+  Args:
+    names: one of V2_NAMES, V1_NAMES, EXPERIMENTAL_NAMES.
+    name: the public name asked for.
+
+  Returns:
+    The class or function.
+
+  Raises:
+    KeyError: `name` is not in `names`.
+  """
+  module, attribute = names[name]
+  return getattr(importlib.import_module(module), attribute)
