@@ -52,8 +52,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-  # The canned estimators and heads are imported on first use (they bring Keras
-  # and the feature-column code).
+  # The canned estimators and heads are imported on first use.
   if name in canned.V2_NAMES:
     value = canned.resolve(canned.V2_NAMES, name)
     globals()[name] = value

@@ -1,9 +1,8 @@
 """Canned estimators (DNN, Linear, DNNLinearCombined, Baseline) and the names that reach them.
 
 The public namespaces (estimator_lite, estimator_lite.compat.v1,
-estimator_lite.experimental) resolve these names on first use, so that
-`import estimator_lite` does not import Keras and the feature-column code for
-programs that never use a canned estimator or a head.
+estimator_lite.experimental) resolve these names on first use: a program that
+never uses a canned estimator or a head does not pay for importing them.
 """
 from __future__ import annotations
 

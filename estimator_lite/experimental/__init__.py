@@ -46,8 +46,7 @@ _NOT_PROVIDED = {
 
 
 def __getattr__(name: str) -> Any:
-  # The canned logit builders, imported on first use (they bring Keras and the
-  # feature-column code).
+  # The canned logit builders, imported on first use.
   if name in canned.EXPERIMENTAL_NAMES:
     value = canned.resolve(canned.EXPERIMENTAL_NAMES, name)
     globals()[name] = value
