@@ -211,3 +211,39 @@ def reset_keras3_layer_names() -> None:
   except ImportError:
     return
   naming.reset_uids()
+
+# -- heads ----------------------------------------------------------------------------
+def numeric_column_dense_tensor(column: Any, features: Any) -> Any:
+  """The dense tensor a weight column (v1 or v2 NumericColumn) reads from `features`.
+
+  tf.estimator's heads asked the column itself for its tensor, so a
+  NumericColumn's `normalizer_fn` and its "not in features dictionary" error
+  apply to weights as they do to inputs. Feature columns offer that only
+  through their private transformation caches.
+
+  Raises:
+    TypeError: `column` is neither kind of NumericColumn (tf.estimator's text).
+    ValueError: the column's key is missing from `features`.
+  """
+  from tensorflow.python.feature_column import feature_column as _fc_v1  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.feature_column import feature_column_v2 as _fc_v2  # pylint: disable=g-import-not-at-top
+  if isinstance(column, _fc_v2.NumericColumn):
+    return column.get_dense_tensor(_fc_v2.FeatureTransformationCache(features), None)
+  if isinstance(column, _fc_v1._NumericColumn):  # pylint: disable=protected-access
+    return column._get_dense_tensor(_fc_v1._LazyBuilder(features))  # pylint: disable=protected-access
+  raise TypeError(
+      f"Weight column must be either a string or NumericColumn. Given type: {type(column)}. "
+      "Pass the feature's name or tf.feature_column.numeric_column(name).")
+
+
+def broadcast_weights(weights: Any, values: Any) -> Any:
+  """`weights` broadcast to the shape of `values` (tf.estimator's heads' metric weights)."""
+  return tf.__internal__.ops.broadcast_weights(weights, values)
+
+
+def compute_weighted_loss(losses: Any, sample_weight: Any, reduction: str) -> Any:
+  """Keras 2's weighted loss reduction, which tf.estimator's heads used for the training loss."""
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  return tf_keras.__internal__.losses.compute_weighted_loss(
+      losses, sample_weight=sample_weight, reduction=reduction)
+

@@ -1,0 +1,76 @@
+"""Class ids and class names: vocabulary lookups, all-class tensors and the classification export."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import tensorflow as tf
+
+from estimator_lite.export import export_output
+
+
+def class_id_table(label_vocabulary: Sequence[str]) -> Any:
+  """A table from class name to class id (-1 for a name not in the vocabulary).
+
+  Built in the current graph each time: an Estimator builds a new graph per
+  call, and a table must live in the graph of the labels it looks up. It is a
+  tf.compat.v1 table, so the Scaffold initializes it with the other tables.
+
+  Args:
+    label_vocabulary: the class names, in class id order.
+
+  Returns:
+    A `tf.compat.v1.lookup.StaticHashTable` (string -> int64).
+  """
+  keys = tf.constant(list(label_vocabulary), dtype=tf.string)
+  initializer = tf.lookup.KeyValueTensorInitializer(
+      keys=keys, values=tf.range(len(label_vocabulary), dtype=tf.int64))
+  return tf.compat.v1.lookup.StaticHashTable(initializer, default_value=-1,
+                                             name="class_id_lookup")
+
+
+def class_string_table(label_vocabulary: Sequence[str]) -> Any:
+  """A table from class id to class name ("UNK" for an id out of range).
+
+  Args:
+    label_vocabulary: the class names, in class id order.
+
+  Returns:
+    A `tf.compat.v1.lookup.StaticHashTable` (int64 -> string).
+  """
+  values = tf.constant(list(label_vocabulary), dtype=tf.string)
+  initializer = tf.lookup.KeyValueTensorInitializer(
+      keys=tf.range(len(label_vocabulary), dtype=tf.int64), values=values)
+  return tf.compat.v1.lookup.StaticHashTable(initializer, default_value="UNK",
+                                             name="class_string_lookup")
+
+
+def all_class_ids(logits: Any, n_classes: int) -> Any:
+  """`[batch_size, n_classes]` int32: each row is 0 .. n_classes - 1."""
+  batch_size = tf.shape(logits)[0]
+  return tf.tile(tf.expand_dims(tf.range(n_classes), axis=0), multiples=[batch_size, 1])
+
+
+def all_classes(logits: Any, n_classes: int, label_vocabulary: Optional[Sequence[str]] = None) -> Any:
+  """`[batch_size, n_classes]` string: each row is every class name (or id as a string)."""
+  batch_size = tf.shape(logits)[0]
+  if label_vocabulary:
+    classes_list = tf.convert_to_tensor([list(label_vocabulary)])
+  else:
+    classes_list = tf.strings.as_string(tf.expand_dims(tf.range(n_classes), axis=0))
+  return tf.tile(classes_list, multiples=[batch_size, 1])
+
+
+def classification_output(scores: Any, n_classes: int,
+                          label_vocabulary: Optional[Sequence[str]] = None) -> export_output.ClassificationOutput:
+  """The classification signature: each class's score with its name.
+
+  Args:
+    scores: `[batch_size, n_classes]` float probabilities.
+    n_classes: the number of classes.
+    label_vocabulary: the class names, or None for "0", "1", ...
+
+  Returns:
+    A `ClassificationOutput` (its classes must be strings).
+  """
+  return export_output.ClassificationOutput(
+      scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))

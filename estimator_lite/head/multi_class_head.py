@@ -1,0 +1,306 @@
+"""MultiClassHead: one label, n_classes > 2 classes, softmax cross entropy (tf.estimator 2.15's)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import tensorflow as tf
+import tf_keras
+
+from estimator_lite.canned.metric_keys import MetricKeys
+from estimator_lite.canned.prediction_keys import PredictionKeys
+from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.export import export_output
+from estimator_lite.head import base_head
+from estimator_lite.head import classes as classes_lib
+from estimator_lite.head import labels as labels_lib
+from estimator_lite.head import losses as losses_lib
+from estimator_lite.head import spec_builder
+from estimator_lite.head import validation
+from estimator_lite.head import weights as weights_lib
+
+_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASS_IDS,
+               PredictionKeys.CLASSES, PredictionKeys.ALL_CLASS_IDS, PredictionKeys.ALL_CLASSES)
+
+
+class MultiClassHead(base_head.Head):
+  """A head for single-label classification into `n_classes` classes, softmax cross-entropy loss.
+
+  Logits are `[D0, ... DN, n_classes]` (usually `[batch_size, n_classes]`).
+  Labels are `[D0, ... DN, 1]` or `[D0, ... DN]`: integer class ids in
+  `[0, n_classes)`, or, with `label_vocabulary`, strings from it. Example
+  weights, when `weight_column` is given, are `[D0, ... DN]` or
+  `[D0, ... DN, 1]`.
+
+  Predictions: `logits`, `probabilities`, `class_ids`, `classes`,
+  `all_class_ids`, `all_classes`. Metrics: `accuracy`, `average_loss`.
+  Signatures: `serving_default` and `classification` (ClassificationOutput)
+  and `predict`.
+
+  A custom `loss_fn(labels, logits[, features, loss_reduction])` gets integer
+  class ids `[D0, ... DN, 1]` and returns the unreduced loss
+  `[D0, ... DN, 1]`.
+
+  ```python
+  head = estimator_lite.MultiClassHead(n_classes=3)
+  spec = head.create_estimator_spec(features, mode, logits, labels=labels,
+                                    optimizer=optimizer,
+                                    trainable_variables=variables)
+  ```
+
+  Args:
+    n_classes: the number of classes, more than 2 (use `BinaryClassHead`
+      for 2).
+    weight_column: a feature name or `tf.feature_column.numeric_column`
+      holding each example's weight, which multiplies its loss.
+    label_vocabulary: a list or tuple of the `n_classes` class names; labels
+      are then strings from it. Without it labels are integer ids (strings
+      are an error).
+    loss_reduction: a `tf_keras.losses.Reduction` other than `NONE`:
+      `SUM_OVER_BATCH_SIZE` (default; the weighted sum divided by the number
+      of examples) or `SUM`.
+    loss_fn: optional custom loss function.
+    name: the head's name: suffixes its metric and summary keys and names
+      its ops' scope.
+
+  Raises:
+    ValueError: `n_classes` is None or not more than 2, `label_vocabulary` is
+      not a list or tuple of `n_classes` names, `loss_reduction` is invalid or
+      `loss_fn` has other arguments (tf.estimator's texts).
+  """
+
+  def __init__(self, n_classes: int, weight_column: Any = None,
+               label_vocabulary: Optional[Sequence[str]] = None,
+               loss_reduction: str = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE,
+               loss_fn: Optional[Callable[..., Any]] = None, name: Optional[str] = None) -> None:
+    if n_classes is None:
+      raise ValueError("n_classes cannot be None. Pass the number of classes (more than 2).")
+    if label_vocabulary is not None and not isinstance(label_vocabulary, (list, tuple)):
+      raise ValueError(
+          f"label_vocabulary should be a list or a tuple. Given type: {type(label_vocabulary)}. "
+          "Pass the class names as a list.")
+    if label_vocabulary is not None and len(label_vocabulary) != n_classes:
+      raise ValueError(
+          '"label_vocabulary" does not have "n_classes" items. '
+          f"len(label_vocabulary)={len(label_vocabulary)}, n_classes={n_classes}, "
+          f"label_vocabulary={label_vocabulary}. Give one name per class.")
+    validation.validate_loss_reduction(loss_reduction)
+    if loss_fn:
+      validation.validate_loss_fn_args(loss_fn)
+    self._n_classes = validation.validate_n_classes(n_classes)
+    self._weight_column = weight_column
+    self._label_vocabulary = label_vocabulary
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._name = name
+    self._loss_mean_key = base_head.summary_key(name, MetricKeys.LOSS_MEAN)
+    self._accuracy_key = base_head.summary_key(name, MetricKeys.ACCURACY)
+    self._loss_regularization_key = base_head.summary_key(name, MetricKeys.LOSS_REGULARIZATION)
+
+  @property
+  def name(self) -> Optional[str]:
+    """See `Head`."""
+    return self._name
+
+  @property
+  def logits_dimension(self) -> int:
+    """See `Head`: `n_classes`."""
+    return self._n_classes
+
+  @property
+  def loss_reduction(self) -> str:
+    """See `Head`."""
+    return self._loss_reduction
+
+  def _processed_labels(self, logits: Any, labels: Any) -> Any:
+    """Labels as class ids of logits' batch shape, checked to be in [0, n_classes)."""
+    labels = labels_lib.check_dense_labels_match_logits_and_reshape(
+        labels=labels, logits=logits, expected_labels_dimension=1)
+    if self._label_vocabulary is None:
+      if not labels.dtype.is_integer:
+        raise ValueError(
+            f"Labels dtype should be integer. Instead got {labels.dtype}. Give integer "
+            "class ids, or label_vocabulary for string labels.")
+      label_ids = labels
+    else:
+      if labels.dtype != tf.string:
+        raise ValueError(
+            "Labels dtype should be string if there is a vocabulary. Instead got "
+            f"{labels.dtype}. Give the class names as labels, or drop label_vocabulary.")
+      label_ids = classes_lib.class_id_table(self._label_vocabulary).lookup(labels)
+    return labels_lib.check_label_range(label_ids, self._n_classes)
+
+  def _unweighted_loss_and_weights(self, logits: Any, label_ids: Any,
+                                   features: base_head.Features) -> Any:
+    if self._loss_fn:
+      unweighted_loss = losses_lib.call_loss_fn(
+          loss_fn=self._loss_fn, labels=label_ids, logits=logits, features=features,
+          expected_loss_dim=1)
+    else:
+      unweighted_loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
+          labels=label_ids, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
+      # Back to [D0, ... DN, 1], the weights' shape.
+      unweighted_loss = tf.expand_dims(unweighted_loss, axis=-1)
+    weights = weights_lib.get_weights_and_check_match_logits(
+        features=features, weight_column=self._weight_column, logits=logits)
+    return unweighted_loss, weights
+
+  def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
+           mode: Optional[str] = None,
+           regularization_losses: base_head.RegularizationLosses = None) -> Any:
+    """Builds the regularized training loss; see `Head.loss`.
+
+    Args:
+      labels: `[D0, ... DN, 1]` or `[D0, ... DN]` class ids (or names).
+      logits: `[D0, ... DN, n_classes]` logits.
+      features: the features dict (for the weights).
+      mode: unused.
+      regularization_losses: scalar losses added after the reduction.
+
+    Returns:
+      A scalar `Tensor`.
+
+    Raises:
+      ValueError: labels of the wrong dtype or static shape.
+    """
+    del mode  # the loss is the same in every mode
+    with tf.compat.v1.name_scope(
+        "losses", values=(logits, labels, regularization_losses, features)):
+      logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
+      label_ids = self._processed_labels(logits, labels)
+      unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
+      return losses_lib.weighted_training_loss(
+          unweighted_loss, weights, self._loss_reduction, regularization_losses)
+
+  def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
+    """Builds the predictions named by `keys`; see `Head.predictions`.
+
+    Args:
+      logits: `[D0, ... DN, n_classes]` logits.
+      keys: a list or tuple of `PredictionKeys` values; None for all of
+        `logits`, `probabilities`, `class_ids`, `classes`, `all_class_ids` and
+        `all_classes`.
+
+    Returns:
+      A dict of prediction key to `Tensor`.
+
+    Raises:
+      ValueError: a key this head does not make.
+    """
+    if keys:
+      validation.check_prediction_keys(keys, _VALID_KEYS)
+    else:
+      keys = _VALID_KEYS
+    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
+    predictions: Dict[Any, Any] = {}
+    with tf.compat.v1.name_scope("predictions", values=(logits,)):
+      if PredictionKeys.LOGITS in keys:
+        predictions[PredictionKeys.LOGITS] = logits
+      if PredictionKeys.PROBABILITIES in keys:
+        predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
+            logits, name=PredictionKeys.PROBABILITIES)
+      if PredictionKeys.CLASS_IDS in keys or PredictionKeys.CLASSES in keys:
+        class_ids = tf.expand_dims(
+            tf.math.argmax(logits, axis=-1, name=PredictionKeys.CLASS_IDS), axis=-1)
+        if PredictionKeys.CLASS_IDS in keys:
+          predictions[PredictionKeys.CLASS_IDS] = class_ids
+        if PredictionKeys.CLASSES in keys:
+          if self._label_vocabulary:
+            classes = classes_lib.class_string_table(self._label_vocabulary).lookup(class_ids)
+          else:
+            classes = tf.strings.as_string(class_ids, name="str_classes")
+          predictions[PredictionKeys.CLASSES] = classes
+      if PredictionKeys.ALL_CLASS_IDS in keys:
+        predictions[PredictionKeys.ALL_CLASS_IDS] = classes_lib.all_class_ids(
+            logits, n_classes=self._n_classes)
+      if PredictionKeys.ALL_CLASSES in keys:
+        predictions[PredictionKeys.ALL_CLASSES] = classes_lib.all_classes(
+            logits, n_classes=self._n_classes, label_vocabulary=self._label_vocabulary)
+      return predictions
+
+  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
+    """Creates the evaluation metrics; see `Head.metrics`.
+
+    Args:
+      regularization_losses: when given, `regularization_loss` is created too.
+
+    Returns:
+      A dict of metric key to Keras 2 metric object.
+    """
+    with tf.compat.v1.name_scope("metrics", values=(regularization_losses,)):
+      eval_metrics: Dict[str, Any] = {
+          self._loss_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LOSS_MEAN)}
+      if regularization_losses is not None:
+        eval_metrics[self._loss_regularization_key] = tf_keras.metrics.Mean(
+            name=MetricKeys.LOSS_REGULARIZATION)
+      eval_metrics[self._accuracy_key] = tf_keras.metrics.Accuracy(name=MetricKeys.ACCURACY)
+    return eval_metrics
+
+  def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
+                     logits: Any, labels: Any,
+                     regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
+    """Updates the metrics with one batch; see `Head.update_metrics`.
+
+    Args:
+      eval_metrics: the dict `metrics()` returned.
+      features: the features dict (for the weights).
+      logits: `[D0, ... DN, n_classes]` logits.
+      labels: the labels.
+      regularization_losses: scalar losses for `regularization_loss`.
+
+    Returns:
+      `eval_metrics`, updated.
+    """
+    class_ids = self.predictions(logits)[PredictionKeys.CLASS_IDS]
+    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
+    label_ids = self._processed_labels(logits, labels)
+    unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
+    eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
+    eval_metrics[self._accuracy_key].update_state(
+        y_true=label_ids, y_pred=class_ids, sample_weight=weights)
+    if regularization_losses is not None:
+      eval_metrics[self._loss_regularization_key].update_state(
+          values=tf.math.add_n(list(regularization_losses)))
+    return eval_metrics
+
+  def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
+                            labels: Any = None, optimizer: Any = None,
+                            trainable_variables: Optional[Sequence[Any]] = None,
+                            train_op_fn: Optional[Callable[[Any], Any]] = None,
+                            update_ops: Optional[Sequence[Any]] = None,
+                            regularization_losses: base_head.RegularizationLosses = None
+                            ) -> EstimatorSpec:
+    """Builds the `EstimatorSpec` for `mode`; see `Head.create_estimator_spec`.
+
+    Args:
+      features: the features dict.
+      mode: a `ModeKeys` value.
+      logits: `[D0, ... DN, n_classes]` logits.
+      labels: `[D0, ... DN, 1]` or `[D0, ... DN]` labels (TRAIN and EVAL).
+      optimizer: a Keras 2 optimizer (TRAIN), or None.
+      trainable_variables: the variables `optimizer` trains.
+      train_op_fn: builds the train op from the loss when `optimizer` is None.
+      update_ops: ops run with each training step.
+      regularization_losses: scalar losses added to the loss; they are
+        usually batch means, so keep the default SUM_OVER_BATCH_SIZE
+        reduction with them.
+
+    Returns:
+      An `EstimatorSpec`.
+
+    Raises:
+      ValueError: in TRAIN both or neither of `optimizer` and `train_op_fn`.
+    """
+    def export_outputs(predictions: Dict[str, Any]) -> Dict[str, export_output.ExportOutput]:
+      classifier_output = classes_lib.classification_output(
+          scores=predictions[PredictionKeys.PROBABILITIES], n_classes=self._n_classes,
+          label_vocabulary=self._label_vocabulary)
+      return {
+          base_head.DEFAULT_SERVING_KEY: classifier_output,
+          base_head.CLASSIFY_SERVING_KEY: classifier_output,
+          base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
+      }
+
+    return spec_builder.single_head_estimator_spec(
+        self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
+        trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
+        regularization_losses=regularization_losses, export_outputs_fn=export_outputs)
