@@ -247,3 +247,22 @@ def compute_weighted_loss(losses: Any, sample_weight: Any, reduction: str) -> An
   return tf_keras.__internal__.losses.compute_weighted_loss(
       losses, sample_weight=sample_weight, reduction=reduction)
 
+
+# -- feature columns (the linear model) -----------------------------------------------
+def feature_column_classes() -> tuple:
+  """(FeatureColumn, DenseColumn, CategoricalColumn, NumericColumn): the v2 column types.
+
+  tf.estimator's linear model told a categorical column (one weight row per
+  bucket, summed with `sparse_combiner`) from a dense one (a weight matrix
+  multiplied with its tensor) by these types; TensorFlow exports the first two
+  only under `tf.__internal__` and the others not at all. A bucketized column
+  is both dense and categorical: the linear model treats it as categorical.
+  """
+  from tensorflow.python.feature_column import feature_column_v2 as _fc_v2  # pylint: disable=g-import-not-at-top
+  return (tf.__internal__.feature_column.FeatureColumn, tf.__internal__.feature_column.DenseColumn,
+          _fc_v2.CategoricalColumn, _fc_v2.NumericColumn)
+
+
+def feature_transformation_cache(features: Any) -> Any:
+  """A v2 feature column's cache of transformed features (what `get_dense_tensor` takes)."""
+  return tf.__internal__.feature_column.FeatureTransformationCache(features)
