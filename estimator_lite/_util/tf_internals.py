@@ -212,6 +212,7 @@ def reset_keras3_layer_names() -> None:
     return
   naming.reset_uids()
 
+
 # -- heads ----------------------------------------------------------------------------
 def numeric_column_dense_tensor(column: Any, features: Any) -> Any:
   """The dense tensor a weight column (v1 or v2 NumericColumn) reads from `features`.
@@ -266,3 +267,50 @@ def feature_column_classes() -> tuple:
 def feature_transformation_cache(features: Any) -> Any:
   """A v2 feature column's cache of transformed features (what `get_dense_tensor` takes)."""
   return tf.__internal__.feature_column.FeatureTransformationCache(features)
+
+
+# -- feature columns and Keras 2's layers for the canned DNN --------------------------
+def is_feature_column_v2(feature_columns: Iterable[Any]) -> bool:
+  """Whether every column is a v2 feature column (TensorFlow's own test, not public).
+
+  tf.estimator chose the input layer by it: the v1-only columns (such as
+  tf.compat.v1.feature_column.shared_embedding_columns) need the v1 input
+  layer, which a v2 estimator refuses.
+  """
+  from tensorflow.python.feature_column import feature_column_lib as _fc_lib  # pylint: disable=g-import-not-at-top
+  return bool(_fc_lib.is_feature_column_v2(feature_columns))
+
+
+def feature_column_input_layer_v1(feature_columns: Iterable[Any], name: str) -> Any:
+  """tf.compat.v1.feature_column.input_layer as a layer object (`InputLayer`).
+
+  Its variables are created in the variable scope the layer is first called
+  in (create_scope_now=False), which gives v1 columns tf.estimator's
+  `.../input_from_feature_columns/input_layer/...` names; the public
+  `input_layer` function offers no way to call it twice on the same variables.
+  """
+  from tensorflow.python.feature_column import feature_column as _fc_v1  # pylint: disable=g-import-not-at-top
+  return _fc_v1.InputLayer(feature_columns=feature_columns, name=name, create_scope_now=False)
+
+
+def keras2_v1_dense_features() -> Any:
+  """Keras 2's `tf.compat.v1.keras.layers.DenseFeatures` class (honours a variable scope's partitioner).
+
+  Reached through tf-keras itself: `tf.compat.v1.keras` resolves to Keras 3
+  when the user opted out of tf-keras with TF_USE_LEGACY_KERAS=0.
+  """
+  from tf_keras.src.feature_column import dense_features  # pylint: disable=g-import-not-at-top
+  return dense_features.DenseFeatures
+
+
+def keras2_legacy_layer_classes() -> tuple:
+  """Keras 2's `tf.compat.v1.layers` (Dense, Dropout, BatchNormalization), which build on variable scopes.
+
+  For the same reason as keras2_v1_dense_features: independent of what
+  `tf.compat.v1.layers` resolves to.
+
+  Returns:
+    (Dense, Dropout, BatchNormalization) classes.
+  """
+  from tf_keras.src.legacy_tf_layers import core, normalization  # pylint: disable=g-import-not-at-top
+  return core.Dense, core.Dropout, normalization.BatchNormalization
