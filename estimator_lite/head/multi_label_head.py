@@ -1,0 +1,388 @@
+"""MultiLabelHead: any number of the n_classes classes per example, sigmoid cross entropy
+(tf.estimator 2.15's)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Union
+
+import tensorflow as tf
+import tf_keras
+
+from estimator_lite.canned.metric_keys import MetricKeys
+from estimator_lite.canned.prediction_keys import PredictionKeys
+from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.export import export_output
+from estimator_lite.head import base_head
+from estimator_lite.head import classes as classes_lib
+from estimator_lite.head import labels as labels_lib
+from estimator_lite.head import losses as losses_lib
+from estimator_lite.head import spec_builder
+from estimator_lite.head import validation
+from estimator_lite.head import weights as weights_lib
+
+_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASSES)
+
+
+class MultiLabelHead(base_head.Head):
+  """A head for multi-label classification: each example may be in several of `n_classes` classes.
+
+  Logits are `[D0, ... DN, n_classes]`. Labels are either a multi-hot integer
+  `Tensor` of the same shape (0/1 per class) or a `SparseTensor` listing each
+  example's classes (dense shape `[D0, ... DN, ?]`): integer class ids, or,
+  with `label_vocabulary`, class names. Example weights, when
+  `weight_column` is given, are `[D0, ... DN]` or `[D0, ... DN, 1]`
+  (per-class weights are not supported). The loss of an example is the mean
+  of its per-class sigmoid cross-entropies.
+
+  Predictions: `logits`, `probabilities` (per-class sigmoid), `classes` (all
+  class names). Metrics: `auc`, `auc_precision_recall`, `average_loss`,
+  accuracy/precision/recall at each of `thresholds`, and
+  `probability_mean`/`auc`/`auc_precision_recall` for each class of
+  `classes_for_class_based_metrics`. Signatures: `serving_default` and
+  `classification` (ClassificationOutput) and `predict`.
+
+  A custom `loss_fn(labels, logits[, features, loss_reduction])` gets the
+  multi-hot labels `[D0, ... DN, n_classes]` and returns the unreduced loss
+  `[D0, ... DN, 1]`.
+
+  Args:
+    n_classes: the number of classes, more than 1 (for one class use
+      `BinaryClassHead`).
+    weight_column: a feature name or `tf.feature_column.numeric_column`
+      holding each example's weight, which multiplies its loss.
+    thresholds: floats in (0, 1): for each, accuracy, precision and recall
+      are reported with a class counted as predicted when its probability is
+      above it.
+    label_vocabulary: a list or tuple of the `n_classes` class names; labels
+      are then a string `SparseTensor` of names from it.
+    loss_reduction: a `tf_keras.losses.Reduction` other than `NONE`:
+      `SUM_OVER_BATCH_SIZE` (default; the weighted sum divided by the number
+      of examples) or `SUM`.
+    loss_fn: optional custom loss function.
+    classes_for_class_based_metrics: class ids (in `[0, n_classes)`) or
+      class names (from `label_vocabulary`) to report per-class metrics for.
+    name: the head's name: suffixes its metric and summary keys and names
+      its ops' scope.
+
+  Raises:
+    ValueError: `n_classes` below 2, a threshold outside (0, 1), a bad
+      `label_vocabulary`, `loss_reduction` or `loss_fn`, or a class of
+      `classes_for_class_based_metrics` that does not exist (tf.estimator's
+      texts).
+  """
+
+  def __init__(self, n_classes: int, weight_column: Any = None,
+               thresholds: Optional[Iterable[float]] = None,
+               label_vocabulary: Optional[Sequence[str]] = None,
+               loss_reduction: str = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE,
+               loss_fn: Optional[Callable[..., Any]] = None,
+               classes_for_class_based_metrics: Optional[Sequence[Union[int, str]]] = None,
+               name: Optional[str] = None) -> None:
+    if n_classes is None or n_classes < 2:
+      raise ValueError(
+          f"n_classes must be > 1 for multi-label classification. Given: {n_classes}. "
+          "For a single class use BinaryClassHead.")
+    self._thresholds = validation.validate_thresholds(
+        thresholds, "thresholds must be in (0, 1) range. Given: {threshold}")
+    if label_vocabulary is not None:
+      if not isinstance(label_vocabulary, (list, tuple)):
+        raise ValueError(
+            f"label_vocabulary must be a list or tuple. Given type: {type(label_vocabulary)}. "
+            "Pass the class names as a list.")
+      if len(label_vocabulary) != n_classes:
+        raise ValueError(
+            f"Length of label_vocabulary must be n_classes ({n_classes}). Given: "
+            f"{len(label_vocabulary)}. Give one name per class.")
+    if loss_fn:
+      validation.validate_loss_fn_args(loss_fn)
+    validation.validate_loss_reduction(loss_reduction)
+    self._classes_for_class_based_metrics = _class_ids_for_metrics(
+        classes_for_class_based_metrics, n_classes, label_vocabulary)
+    self._n_classes = n_classes
+    self._weight_column = weight_column
+    self._label_vocabulary = label_vocabulary
+    self._loss_reduction = loss_reduction
+    self._loss_fn = loss_fn
+    self._name = name
+
+    def key(metric_key: str) -> str:
+      return base_head.summary_key(name, metric_key)
+
+    self._loss_mean_key = key(MetricKeys.LOSS_MEAN)
+    self._auc_key = key(MetricKeys.AUC)
+    self._auc_pr_key = key(MetricKeys.AUC_PR)
+    self._loss_regularization_key = key(MetricKeys.LOSS_REGULARIZATION)
+    self._accuracy_keys = tuple(key(MetricKeys.ACCURACY_AT_THRESHOLD % t) for t in self._thresholds)
+    self._precision_keys = tuple(key(MetricKeys.PRECISION_AT_THRESHOLD % t) for t in self._thresholds)
+    self._recall_keys = tuple(key(MetricKeys.RECALL_AT_THRESHOLD % t) for t in self._thresholds)
+    prob_keys, auc_keys, auc_pr_keys = [], [], []
+    for class_id in self._classes_for_class_based_metrics:
+      if label_vocabulary is None:
+        prob_keys.append(key(MetricKeys.PROBABILITY_MEAN_AT_CLASS % class_id))
+        auc_keys.append(key(MetricKeys.AUC_AT_CLASS % class_id))
+        auc_pr_keys.append(key(MetricKeys.AUC_PR_AT_CLASS % class_id))
+      else:
+        class_name = label_vocabulary[class_id]
+        prob_keys.append(key(MetricKeys.PROBABILITY_MEAN_AT_NAME % class_name))
+        auc_keys.append(key(MetricKeys.AUC_AT_NAME % class_name))
+        auc_pr_keys.append(key(MetricKeys.AUC_PR_AT_NAME % class_name))
+    self._prob_keys = tuple(prob_keys)
+    self._auc_keys = tuple(auc_keys)
+    self._auc_pr_keys = tuple(auc_pr_keys)
+
+  @property
+  def name(self) -> Optional[str]:
+    """See `Head`."""
+    return self._name
+
+  @property
+  def logits_dimension(self) -> int:
+    """See `Head`: `n_classes`."""
+    return self._n_classes
+
+  @property
+  def loss_reduction(self) -> str:
+    """See `Head`."""
+    return self._loss_reduction
+
+  def _processed_labels(self, logits: Any, labels: Any) -> Any:
+    """Labels as a multi-hot int64 `[D0, ... DN, n_classes]` tensor."""
+    if labels is None:
+      raise ValueError(labels_lib.LABEL_NONE_ERR_MSG)
+    if isinstance(labels, (tf.SparseTensor, tf.compat.v1.SparseTensorValue)):
+      labels = tf.SparseTensor.from_value(labels)
+      if labels.dtype == tf.string:
+        label_ids = tf.SparseTensor(
+            indices=labels.indices,
+            values=classes_lib.class_id_table(self._label_vocabulary or ()).lookup(labels.values),
+            dense_shape=labels.dense_shape)
+        processed_labels = tf.sparse.to_indicator(label_ids, self._n_classes)
+      else:
+        if not labels.values.dtype.is_integer:
+          raise ValueError(
+              f"Labels dtype should be integer. Instead got {labels.values.dtype}. Give "
+              "class ids, or label_vocabulary with string labels.")
+        checked_values = labels_lib.check_label_range(
+            labels.values, self._n_classes,
+            message=f"labels must be an integer SparseTensor with values in [0, {self._n_classes})")
+        with tf.control_dependencies([checked_values]):
+          processed_labels = tf.sparse.to_indicator(labels, self._n_classes)
+      processed_labels = tf.cast(processed_labels, dtype=tf.int64)
+    else:
+      processed_labels = labels_lib.check_label_range(
+          tf.convert_to_tensor(labels), 2,
+          message="labels must be an integer indicator Tensor with values in [0, 1]")
+    return labels_lib.check_dense_labels_match_logits_and_reshape(
+        labels=processed_labels, logits=logits, expected_labels_dimension=self.logits_dimension)
+
+  def _unweighted_loss_and_weights(self, logits: Any, processed_labels: Any,
+                                   features: base_head.Features) -> Any:
+    if self._loss_fn:
+      unweighted_loss = losses_lib.call_loss_fn(
+          loss_fn=self._loss_fn, labels=processed_labels, logits=logits, features=features,
+          expected_loss_dim=1)
+    else:
+      unweighted_loss = tf.compat.v1.losses.sigmoid_cross_entropy(
+          multi_class_labels=processed_labels, logits=logits,
+          reduction=tf.compat.v1.losses.Reduction.NONE)
+      # One loss per example: the mean over its classes.
+      unweighted_loss = tf.reduce_mean(unweighted_loss, axis=-1, keepdims=True)
+    weights = weights_lib.get_weights_and_check_match_logits(
+        features=features, weight_column=self._weight_column, logits=logits)
+    return unweighted_loss, weights
+
+  def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
+           mode: Optional[str] = None,
+           regularization_losses: base_head.RegularizationLosses = None) -> Any:
+    """Builds the regularized training loss; see `Head.loss`.
+
+    Args:
+      labels: multi-hot `[D0, ... DN, n_classes]` labels or a `SparseTensor`
+        of class ids (names with `label_vocabulary`).
+      logits: `[D0, ... DN, n_classes]` logits.
+      features: the features dict (for the weights).
+      mode: unused.
+      regularization_losses: scalar losses added after the reduction.
+
+    Returns:
+      A scalar `Tensor`.
+    """
+    del mode  # the loss is the same in every mode
+    with tf.compat.v1.name_scope(
+        "losses", values=(logits, labels, regularization_losses, features)):
+      logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
+      processed_labels = self._processed_labels(logits, labels)
+      unweighted_loss, weights = self._unweighted_loss_and_weights(
+          logits, processed_labels, features)
+      return losses_lib.weighted_training_loss(
+          unweighted_loss, weights, self._loss_reduction, regularization_losses)
+
+  def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
+    """Builds the predictions named by `keys`; see `Head.predictions`.
+
+    Args:
+      logits: `[D0, ... DN, n_classes]` logits.
+      keys: a list or tuple of `PredictionKeys` values; None for all of
+        `logits`, `probabilities` and `classes`.
+
+    Returns:
+      A dict of prediction key to `Tensor`.
+
+    Raises:
+      ValueError: a key this head does not make.
+    """
+    if keys:
+      validation.check_prediction_keys(keys, _VALID_KEYS)
+    else:
+      keys = _VALID_KEYS
+    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
+    predictions: Dict[Any, Any] = {}
+    with tf.compat.v1.name_scope("predictions", values=(logits,)):
+      if PredictionKeys.LOGITS in keys:
+        predictions[PredictionKeys.LOGITS] = logits
+      if PredictionKeys.PROBABILITIES in keys:
+        predictions[PredictionKeys.PROBABILITIES] = tf.math.sigmoid(
+            logits, name=PredictionKeys.PROBABILITIES)
+      if PredictionKeys.CLASSES in keys:
+        predictions[PredictionKeys.CLASSES] = classes_lib.all_classes(
+            logits, self._n_classes, self._label_vocabulary)
+      return predictions
+
+  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
+    """Creates the evaluation metrics; see `Head.metrics`.
+
+    Args:
+      regularization_losses: when given, `regularization_loss` is created too.
+
+    Returns:
+      A dict of metric key to Keras 2 metric object.
+    """
+    metrics = tf_keras.metrics
+    with tf.compat.v1.name_scope(None, "metrics", (regularization_losses,)):
+      eval_metrics: Dict[str, Any] = {
+          self._loss_mean_key: metrics.Mean(name=MetricKeys.LOSS_MEAN),
+          self._auc_key: metrics.AUC(name=MetricKeys.AUC),
+          self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
+      }
+      if regularization_losses is not None:
+        eval_metrics[self._loss_regularization_key] = metrics.Mean(
+            name=MetricKeys.LOSS_REGULARIZATION)
+      for i, threshold in enumerate(self._thresholds):
+        eval_metrics[self._accuracy_keys[i]] = metrics.BinaryAccuracy(
+            name=self._accuracy_keys[i], threshold=threshold)
+        eval_metrics[self._precision_keys[i]] = metrics.Precision(
+            name=self._precision_keys[i], thresholds=threshold)
+        eval_metrics[self._recall_keys[i]] = metrics.Recall(
+            name=self._recall_keys[i], thresholds=threshold)
+      for i in range(len(self._classes_for_class_based_metrics)):
+        eval_metrics[self._prob_keys[i]] = metrics.Mean(name=self._prob_keys[i])
+        eval_metrics[self._auc_keys[i]] = metrics.AUC(name=self._auc_keys[i])
+        eval_metrics[self._auc_pr_keys[i]] = metrics.AUC(curve="PR", name=self._auc_pr_keys[i])
+    return eval_metrics
+
+  def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
+                     logits: Any, labels: Any,
+                     regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
+    """Updates the metrics with one batch; see `Head.update_metrics`.
+
+    Args:
+      eval_metrics: the dict `metrics()` returned.
+      features: the features dict (for the weights).
+      logits: `[D0, ... DN, n_classes]` logits.
+      labels: the labels.
+      regularization_losses: scalar losses for `regularization_loss`.
+
+    Returns:
+      `eval_metrics`, updated.
+    """
+    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
+    processed_labels = self._processed_labels(logits, labels)
+    unweighted_loss, weights = self._unweighted_loss_and_weights(logits, processed_labels, features)
+    probabilities = self.predictions(
+        logits, [PredictionKeys.PROBABILITIES])[PredictionKeys.PROBABILITIES]
+    eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
+    for key in (self._auc_key, self._auc_pr_key):
+      eval_metrics[key].update_state(
+          y_true=processed_labels, y_pred=probabilities, sample_weight=weights)
+    if regularization_losses is not None:
+      eval_metrics[self._loss_regularization_key].update_state(
+          values=tf.math.add_n(list(regularization_losses)))
+    for i in range(len(self._thresholds)):
+      for keys in (self._accuracy_keys, self._precision_keys, self._recall_keys):
+        eval_metrics[keys[i]].update_state(
+            y_true=processed_labels, y_pred=probabilities, sample_weight=weights)
+    for i, class_id in enumerate(self._classes_for_class_based_metrics):
+      # The class's column, keeping the batch dimensions: [D0, ... DN, 1].
+      batch_rank = tf.rank(probabilities) - 1
+      begin = tf.concat([tf.zeros([batch_rank], dtype=tf.int32), [class_id]], axis=0)
+      size = tf.concat([-1 * tf.ones([batch_rank], dtype=tf.int32), [1]], axis=0)
+      class_probabilities = tf.slice(probabilities, begin=begin, size=size)
+      class_labels = tf.slice(processed_labels, begin=begin, size=size)
+      weights_lib.update_metric_with_broadcast_weights(
+          eval_metrics[self._prob_keys[i]], class_probabilities, weights)
+      for key in (self._auc_keys[i], self._auc_pr_keys[i]):
+        eval_metrics[key].update_state(
+            y_true=class_labels, y_pred=class_probabilities, sample_weight=weights)
+    return eval_metrics
+
+  def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
+                            labels: Any = None, optimizer: Any = None,
+                            trainable_variables: Optional[Sequence[Any]] = None,
+                            train_op_fn: Optional[Callable[[Any], Any]] = None,
+                            update_ops: Optional[Sequence[Any]] = None,
+                            regularization_losses: base_head.RegularizationLosses = None
+                            ) -> EstimatorSpec:
+    """Builds the `EstimatorSpec` for `mode`; see `Head.create_estimator_spec`.
+
+    Args:
+      features: the features dict.
+      mode: a `ModeKeys` value.
+      logits: `[D0, ... DN, n_classes]` logits.
+      labels: multi-hot labels or a `SparseTensor` of classes (TRAIN and EVAL).
+      optimizer: a Keras 2 optimizer (TRAIN), or None.
+      trainable_variables: the variables `optimizer` trains.
+      train_op_fn: builds the train op from the loss when `optimizer` is None.
+      update_ops: ops run with each training step.
+      regularization_losses: scalar losses added to the loss; they are
+        usually batch means, so keep the default SUM_OVER_BATCH_SIZE
+        reduction with them.
+
+    Returns:
+      An `EstimatorSpec`.
+
+    Raises:
+      ValueError: in TRAIN both or neither of `optimizer` and `train_op_fn`.
+    """
+    def export_outputs(predictions: Dict[str, Any]) -> Dict[str, export_output.ExportOutput]:
+      classifier_output = classes_lib.classification_output(
+          scores=predictions[PredictionKeys.PROBABILITIES], n_classes=self._n_classes,
+          label_vocabulary=self._label_vocabulary)
+      return {
+          base_head.DEFAULT_SERVING_KEY: classifier_output,
+          base_head.CLASSIFY_SERVING_KEY: classifier_output,
+          base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
+      }
+
+    return spec_builder.single_head_estimator_spec(
+        self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
+        trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
+        regularization_losses=regularization_losses, export_outputs_fn=export_outputs)
+
+
+def _class_ids_for_metrics(classes: Optional[Sequence[Union[int, str]]], n_classes: int,
+                           label_vocabulary: Optional[Sequence[str]]) -> tuple:
+  """`classes_for_class_based_metrics` as class ids, checked against the classes there are."""
+  if not classes:
+    return ()
+  classes = tuple(classes)
+  if isinstance(classes[0], str):
+    if not label_vocabulary:
+      raise ValueError(
+          "label_vocabulary must be provided when classes_for_class_based_metrics are "
+          "strings. Give label_vocabulary, or class ids instead of names.")
+    return tuple(list(label_vocabulary).index(str(name)) for name in classes)
+  for class_id in classes:
+    if class_id < 0 or class_id >= n_classes:  # type: ignore[operator]
+      raise ValueError(
+          f"All classes_for_class_based_metrics must be in range [0, {n_classes - 1}]. "
+          f"Given: {class_id}. Class ids start at 0.")
+  return classes

@@ -1,0 +1,166 @@
+"""BinaryClassHead, MultiClassHead, MultiLabelHead: tf.estimator 2.15's numbers, keys and errors.
+
+The parity tests replay tests/data/heads_expected.json (written by
+tests/reference/make_head_fixture.py under tf.estimator 2.15). The end-to-end
+tests run the heads in a user's model_fn on estimator_lite's Estimator.
+"""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+import estimator_lite as est
+from estimator_lite.estimator import Estimator
+from estimator_lite.head import head_utils
+from estimator_lite.head.binary_class_head import BinaryClassHead
+from estimator_lite.head.multi_class_head import MultiClassHead
+
+import head_fixture_cases as cases  # pylint: disable=g-bad-import-order
+
+_CLASSES = ("BinaryClassHead", "MultiClassHead", "MultiLabelHead")
+
+
+@pytest.mark.parametrize("case_id", cases.case_ids(*_CLASSES))
+def test_loss_predictions_metrics_and_exports_match_tf215(case_id):
+  case = cases.DATA["cases"][case_id]
+  cases.assert_matches_reference(cases.run_case(case), case["expected"])
+
+
+@pytest.mark.parametrize("error_id", cases.error_ids(*_CLASSES))
+def test_bad_arguments_and_labels_fail_with_tf215_text(error_id):
+  cases.assert_error_matches_reference(cases.DATA["errors"][error_id])
+
+
+def test_binary_or_multi_class_head_picks_by_n_classes():
+  binary = head_utils.binary_or_multi_class_head(2, "w", ["a", "b"], "sum")
+  multi = head_utils.binary_or_multi_class_head(4, None, None, "sum_over_batch_size")
+  assert isinstance(binary, BinaryClassHead) and binary.logits_dimension == 1
+  assert binary.loss_reduction == "sum"
+  assert isinstance(multi, MultiClassHead) and multi.logits_dimension == 4
+
+
+_X = np.random.RandomState(0).randn(40, 2).astype(np.float32)
+_LABELS = ((_X[:, 0] > 0).astype(np.int64) + (_X[:, 1] > 0)).reshape(-1, 1)
+_EXPECTED_EVAL_KEYS = {"accuracy", "average_loss", "loss", "global_step"}
+
+
+def _input_fn():
+  return tf.data.Dataset.from_tensor_slices(({"x": _X}, _LABELS)).batch(10)
+
+
+def _train_input_fn():
+  return _input_fn().repeat()
+
+
+def _predict_input_fn():
+  return tf.data.Dataset.from_tensor_slices({"x": _X}).batch(10)
+
+
+def _keras_model_fn(features, labels, mode):
+  head = MultiClassHead(n_classes=3)
+  layer = tf_keras.layers.Dense(head.logits_dimension, name="logits")
+  logits = layer(features["x"])
+  optimizer = tf_keras.optimizers.legacy.Adagrad(learning_rate=0.3)
+  # As the canned estimators do: the Keras optimizer counts the global step.
+  optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+  return head.create_estimator_spec(features=features, mode=mode, logits=logits, labels=labels,
+                                    optimizer=optimizer,
+                                    trainable_variables=layer.trainable_weights)
+
+
+def test_multi_class_head_in_a_users_model_fn_trains_evaluates_predicts_and_exports(tmp_path):
+  estimator = Estimator(_keras_model_fn, model_dir=str(tmp_path / "model"))
+  before = estimator.train(_train_input_fn, steps=1).evaluate(_input_fn)
+  estimator.train(_train_input_fn, max_steps=40)
+  after = estimator.evaluate(_input_fn)
+  assert set(after) == _EXPECTED_EVAL_KEYS
+  assert after["global_step"] == 40
+  assert after["loss"] < before["loss"] and after["accuracy"] > 0.7
+  # Without weights and with equal batches, the mean loss is the loss.
+  np.testing.assert_allclose(after["loss"], after["average_loss"], rtol=1e-5)
+
+  predictions = list(estimator.predict(_predict_input_fn))
+  assert len(predictions) == len(_X)
+  assert set(predictions[0]) == {"logits", "probabilities", "class_ids", "classes",
+                                 "all_class_ids", "all_classes"}
+  class_ids = np.array([p["class_ids"][0] for p in predictions])
+  assert np.mean(class_ids == _LABELS[:, 0]) == pytest.approx(after["accuracy"])
+  assert predictions[0]["classes"][0] == str(class_ids[0]).encode()
+  assert list(predictions[0]["all_classes"]) == [b"0", b"1", b"2"]
+
+  receiver = est.export.build_parsing_serving_input_receiver_fn(
+      {"x": tf.io.FixedLenFeature([2], tf.float32)})
+  export_dir = estimator.export_saved_model(str(tmp_path / "export"), receiver)
+  loaded = tf.saved_model.load(export_dir.decode())
+  assert set(loaded.signatures) == {"serving_default", "classification", "predict"}
+  examples = tf.constant([
+      tf.train.Example(features=tf.train.Features(feature={
+          "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))})).SerializeToString()
+      for row in _X[:3]])
+  served = loaded.signatures["serving_default"](inputs=examples)
+  np.testing.assert_allclose(served["scores"].numpy(),
+                             [p["probabilities"] for p in predictions[:3]], rtol=1e-5)
+  assert served["classes"].numpy()[0].tolist() == [b"0", b"1", b"2"]
+
+
+def test_binary_head_with_v1_optimizer_and_sum_reduction_as_compat_v1_estimators_use(tmp_path):
+  """What the compat.v1 canned estimators do: Reduction.SUM and a tf.compat.v1.train optimizer."""
+  head = BinaryClassHead(weight_column="w", label_vocabulary=["no", "yes"],
+                         loss_reduction=tf_keras.losses.Reduction.SUM)
+  x = _X[:, :1]
+  labels = np.where(x > 0, b"yes", b"no")
+  weights = np.full_like(x, 2.0)
+
+  def input_fn(repeat=False):
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": x, "w": weights}, labels)).batch(10)
+    return dataset.repeat() if repeat else dataset
+
+  def model_fn(features, labels, mode):
+    logits = tf.compat.v1.layers.dense(features["x"], 1, name="logits")
+    optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
+    return head.create_estimator_spec(
+        features=features, mode=mode, logits=logits, labels=labels,
+        train_op_fn=lambda loss: optimizer.minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step()))
+
+  estimator = Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(lambda: input_fn(repeat=True), max_steps=30)
+  metrics = estimator.evaluate(input_fn)
+  assert metrics["global_step"] == 30
+  # SUM: the loss of a batch is the weighted sum, 10 examples of weight 2.
+  assert metrics["loss"] == pytest.approx(20 * metrics["average_loss"], rel=1e-4)
+  assert metrics["accuracy"] > 0.9 and metrics["auc"] > 0.9
+  first = next(iter(estimator.predict(lambda: tf.data.Dataset.from_tensor_slices(
+      {"x": x[:2]}).batch(2))))
+  assert first["classes"][0] == (b"yes" if x[0, 0] > 0 else b"no")
+  assert list(first["all_classes"]) == [b"no", b"yes"]
+
+
+def test_training_summaries_and_runtime_label_check_through_the_estimator(tmp_path):
+  """The loss summary is written under the head's name; bad labels stop training with 2.15's text."""
+  head = MultiClassHead(n_classes=3, name="kind")
+
+  def model_fn(features, labels, mode):
+    logits = tf.compat.v1.layers.dense(features["x"], 3)
+    return head.create_estimator_spec(
+        features=features, mode=mode, logits=logits, labels=labels,
+        train_op_fn=lambda loss: tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step()))
+
+  estimator = Estimator(model_fn, model_dir=str(tmp_path),
+                        config=est.RunConfig(save_summary_steps=1))
+  estimator.train(_input_fn, max_steps=2)
+  tags = set()
+  for name in os.listdir(tmp_path):
+    if name.startswith("events.out.tfevents"):
+      for event in tf.compat.v1.train.summary_iterator(str(tmp_path / name)):
+        tags.update(value.tag for value in event.summary.value)
+  assert "loss/kind" in tags
+
+  def bad_input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": _X}, _LABELS + 1)).batch(40)
+
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"Labels must be <= n_classes - 1"):
+    Estimator(model_fn, model_dir=str(tmp_path / "bad")).train(bad_input_fn, steps=1)
