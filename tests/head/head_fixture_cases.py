@@ -182,7 +182,7 @@ def run_error(error):
 
 
 _OBJECT_REPR = re.compile(r"<[\w.]+\.(\w+) object at 0x[0-9a-f]+>")
-_TENSOR_REPR = re.compile(r"Tensor\(.*")
+_TENSOR_REPR = re.compile(r'Tensor\("[^"]*", shape=\([^)]*\), dtype=\w+\)')
 
 
 def core_message(message):
