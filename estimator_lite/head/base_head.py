@@ -35,9 +35,12 @@ compat.v1 canned estimators that reuse these heads:
   argument before building the head.
 * v1 heads built their train op with `train_op_fn(loss)` only (a
   `tf.compat.v1.train` optimizer's `minimize`); pass it as `train_op_fn`.
-* v1 heads computed eval metrics with `tf.compat.v1.metrics` (the AUCs with
-  `careful_interpolation` summation) and also wrote an `average_loss`
-  training summary; these heads use Keras 2 metrics, as 2.15's v2 heads did.
+* v1 heads computed eval metrics with `tf.compat.v1.metrics` (AUCs with
+  that function's default trapezoidal summation, where Keras's AUC
+  interpolates; accuracy/precision/recall at a threshold counting
+  `>= threshold`, where Keras counts `> threshold`), so v1 AUCs can differ
+  slightly from these heads'; v1 heads also wrote an `average_loss` training
+  summary. These heads use Keras 2 metrics, as 2.15's v2 heads did.
 * v1's label range message read "Labels must <= n_classes - 1".
 """
 from __future__ import annotations
