@@ -46,7 +46,7 @@ compat.v1 canned estimators that reuse these heads:
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
