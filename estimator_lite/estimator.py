@@ -101,6 +101,11 @@ class Estimator:
     """The model_fn with this Estimator's params: `model_fn(features, labels, mode, config)`."""
     return self._model
 
+  @property
+  def warm_start_settings(self) -> Optional[warm_starting.WarmStartSettings]:
+    """What `warm_start_from` resolved to (None without one); wrappers pass it on."""
+    return self._warm_start_settings
+
   # -- checkpoint access --------------------------------------------------------
   def latest_checkpoint(self) -> Optional[str]:
     """Returns the path of the newest checkpoint in model_dir as str, or None."""

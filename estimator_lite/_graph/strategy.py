@@ -40,6 +40,7 @@ from estimator_lite._graph import eval_graph
 from estimator_lite._graph import global_step
 from estimator_lite._graph import input_fn as input_fn_lib
 from estimator_lite._graph import train_graph
+from estimator_lite._util import metrics as metrics_util
 from estimator_lite._util import tf_internals
 from estimator_lite._util import validation
 from estimator_lite.estimator_spec import EstimatorSpec
@@ -206,15 +207,17 @@ def build_train_graph(model_fn: Callable[..., EstimatorSpec], input_fn: Callable
 
 # -- evaluate ---------------------------------------------------------------------
 def _metric_tuples(spec: EstimatorSpec) -> Dict[str, Tuple[Any, Any]]:
+  # Called in each replica. A Keras metric object becomes (result, update): its
+  # variables are sync-on-read and its result() is computed across replicas
+  # (a merge call), as tf.compat.v1.metrics' values are, so both kinds
+  # aggregate over every replica's batches.
+  graph = tf.compat.v1.get_default_graph()
   metrics = {}
   for name, metric in spec.eval_metric_ops.items():
-    if not isinstance(metric, tuple):
-      raise ValueError(
-          f"eval_metric_ops[{name!r}] is a Keras metric object ({metric!r}); with "
-          "RunConfig(eval_distribute=...) metrics must be (value, update_op) tuples "
-          "such as tf.compat.v1.metrics.*, which aggregate across replicas. Use "
-          "one of those, or eval_distribute=None.")
-    metrics[name] = metric
+    if isinstance(metric, tuple):
+      metrics[name] = metric
+    else:
+      metrics[name] = (metric.result(), metrics_util.keras_metric_update_op(metric, graph))
   return metrics
 
 
@@ -226,7 +229,7 @@ def build_eval_graph(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[
   Call it in a fresh default graph, inside `config.eval_distribute.scope()`.
 
   Raises:
-    ValueError: a metric named "loss", or a Keras metric object.
+    ValueError: a metric named "loss".
   """
   strategy = config.eval_distribute
   (loss, metrics), first_spec, specs, input_hooks, _, read = _replicas_of_model_fn(

@@ -1,7 +1,7 @@
 """add_metrics: an Estimator whose evaluation also reports a user's metrics (tf.estimator 2.15's)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict
 
 from estimator_lite._util import fn_args as fn_args_lib
 from estimator_lite.estimator import Estimator
@@ -58,13 +58,7 @@ def add_metrics(estimator: Estimator, metric_fn: Callable[..., Dict[str, Any]]) 
     return spec.replace(eval_metric_ops=all_metrics)
 
   return Estimator(model_fn=new_model_fn, model_dir=estimator.model_dir,
-                   config=estimator.config, warm_start_from=_warm_start_settings(estimator))
-
-
-def _warm_start_settings(estimator: Estimator) -> Optional[Any]:
-  # tf.estimator passed the wrapped estimator's warm-start settings on; read
-  # them through the public attribute when the Estimator offers one.
-  return getattr(estimator, "warm_start_settings", None)
+                   config=estimator.config, warm_start_from=estimator.warm_start_settings)
 
 
 def _verify_metric_fn_args(metric_fn: Callable[..., Any]) -> None:
