@@ -235,11 +235,12 @@ class BinaryClassHead(base_head.Head):
           self._recall_key: metrics.Recall(name=MetricKeys.RECALL),
           self._prediction_mean_key: metrics.Mean(name=MetricKeys.PREDICTION_MEAN),
           self._label_mean_key: metrics.Mean(name=MetricKeys.LABEL_MEAN),
-          self._accuracy_baseline_key: metrics.Mean(name=MetricKeys.ACCURACY_BASELINE),
           # Keras's default AUC summation is "interpolation", as in 2.15.
           self._auc_key: metrics.AUC(name=MetricKeys.AUC),
           self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
       }
+      eval_metrics[self._accuracy_baseline_key] = AccuracyBaseline(
+          eval_metrics[self._label_mean_key], name=MetricKeys.ACCURACY_BASELINE)
       if regularization_losses is not None:
         eval_metrics[self._loss_regularization_key] = metrics.Mean(
             name=MetricKeys.LOSS_REGULARIZATION)
@@ -251,20 +252,6 @@ class BinaryClassHead(base_head.Head):
         eval_metrics[self._recall_keys[i]] = metrics.Recall(
             name=self._recall_keys[i], thresholds=threshold)
     return eval_metrics
-
-  def _update_accuracy_baseline(self, eval_metrics: Dict[str, Any]) -> None:
-    """Makes `accuracy_baseline` read max(label mean, 1 - label mean) from `label/mean`.
-
-    Always predicting the more frequent class is right for that fraction of
-    the (weighted) examples. The baseline metric's total and count become
-    tensors of the label mean's variables, so its result follows them; its
-    own update is a no-op.
-    """
-    label_mean = eval_metrics[self._label_mean_key]
-    baseline = eval_metrics[self._accuracy_baseline_key]
-    baseline.add_update(tf.no_op())
-    baseline.total = tf.math.maximum(label_mean.total, label_mean.count - label_mean.total)
-    baseline.count = label_mean.count
 
   def _update_auc(self, auc_metric: Any, labels: Any, predictions: Any, weights: Any = None) -> None:
     predictions = tf.cast(predictions, dtype=tf.float32)
@@ -299,7 +286,7 @@ class BinaryClassHead(base_head.Head):
         eval_metrics[self._prediction_mean_key], logistic, weights)
     weights_lib.update_metric_with_broadcast_weights(
         eval_metrics[self._label_mean_key], labels, weights)
-    self._update_accuracy_baseline(eval_metrics)
+    eval_metrics[self._accuracy_baseline_key].update_state()
     self._update_auc(eval_metrics[self._auc_key], labels, logistic, weights)
     self._update_auc(eval_metrics[self._auc_pr_key], labels, logistic, weights)
     if regularization_losses is not None:
@@ -354,3 +341,38 @@ class BinaryClassHead(base_head.Head):
         self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
         trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
         regularization_losses=regularization_losses, export_outputs_fn=export_outputs)
+
+
+class AccuracyBaseline(tf_keras.metrics.Metric):
+  """The accuracy of always predicting the more frequent class: max(m, 1 - m).
+
+  m is the (weighted) label mean, read from the head's `label/mean` metric
+  when the result is asked for, so this metric keeps no state of its own.
+  Reading it through that metric's result() (rather than from its variables)
+  keeps the value right under a distribution strategy: the result is then
+  computed over every replica's examples.
+  """
+
+  def __init__(self, label_mean: Any, name: str = MetricKeys.ACCURACY_BASELINE) -> None:
+    """Creates the metric.
+
+    Args:
+      label_mean: the Keras `Mean` metric of the labels.
+      name: the metric's name.
+    """
+    super().__init__(name=name)
+    self._label_mean = label_mean
+
+  def update_state(self, *args: Any, **kwargs: Any) -> Any:
+    """Does nothing: `label/mean`'s update carries the state."""
+    del args, kwargs
+    # A tensor (Keras's wrapper refuses an Operation), which Keras records as
+    # this metric's update: Estimator asks every metric in eval_metric_ops for one.
+    return tf.zeros([])
+
+  def result(self) -> Any:
+    mean = self._label_mean.result()
+    return tf.math.maximum(mean, 1.0 - mean)
+
+  def reset_state(self) -> None:
+    """Nothing to reset."""
