@@ -94,8 +94,8 @@ SHIM_MODULES = {
     "inputs.numpy_io": (("estimator_lite.inputs.numpy_io",), {}),
     "util.tf_keras": (("tf_keras",), {}),
     "util.tf_keras_v1": (("tf_keras.api._v1.keras",), {}),
-    "canned.dnn": ((), {}),
-    "canned.prediction_keys": ((), {}),
+    "canned.dnn": (("estimator_lite.canned.dnn",), {}),
+    "canned.prediction_keys": (("estimator_lite.canned.prediction_keys",), {}),
 }
 
 _SHIM_TEMPLATE = '''"""Shim: tf.estimator's {name} resolved from estimator_lite (generated)."""
@@ -142,13 +142,10 @@ def copy_tests(upstream, workdir):
     shutil.copy(source, os.path.join(workdir, _PACKAGE, relative))
 
 
-# Names in the tests that stand for canned estimators (issue 17).
-_CANNED_NAMES = {"dnn", "prediction_keys", "DNNClassifier"}
 # What `scope()` says of a test that does not test the public API.
 OUT_OF_SCOPE_REASONS = {
     "private": "calls a private name of tf.estimator that estimator_lite has no counterpart of",
     "mock": "patches a module's function with mock (tf.estimator's implementation)",
-    "canned": "needs a canned estimator (issue 17)",
 }
 
 
@@ -196,11 +193,7 @@ def _reasons(node, aliases, tainted):
           and not child.attr.startswith("__")
           and not _shim_has(aliases[child.value.id], child.attr)):
         reasons.add("private")
-      if child.attr in _CANNED_NAMES:
-        reasons.add("canned")
     if isinstance(child, ast.Name):
-      if child.id in _CANNED_NAMES:
-        reasons.add("canned")
       reasons |= tainted.get(child.id, set())
     if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
         and child.func.attr == "object" and child.args):
