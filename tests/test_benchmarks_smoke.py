@@ -75,3 +75,18 @@ def test_smoke_run_writes_a_report_for_every_system(tmp_path):
   # The control pair: the in-graph loop against itself, without a target.
   assert "| linear | in-graph loop K=100 / in-graph loop K=100 | none |" in report
   assert "estimator_lite K=100 ≥ 0.9× in-graph loop K=100, in turns" in report
+
+
+def test_canned_census_smoke_run_reports_every_system():
+  """benchmarks/canned_census.py --smoke: the canned estimators' benchmark still runs."""
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "canned_census.py"), "--smoke"],
+      capture_output=True, text=True, timeout=300, cwd=REPO_ROOT, check=False,
+      env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  labels = ["estimator_lite", "bare Session.run, TF 2.21, estimator_lite's graph"]
+  if _reference_venv_exists():
+    labels.append("tf.estimator 2.15")
+  for label in labels:  # a row of figures for each system, and a pair in turns
+    assert f"\n| {label} | " in proc.stdout, proc.stdout
+  assert "\n| dnn_linear | estimator_lite / " in proc.stdout, proc.stdout
