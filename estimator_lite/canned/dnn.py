@@ -54,6 +54,25 @@ _SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
 _V1_SUM = tf.compat.v1.losses.Reduction.SUM
 
 
+def count_steps_in_global_step(optimizer: Any) -> None:
+  """Makes a Keras 2 optimizer's `iterations` the global step (tf.estimator's v2 rule).
+
+  Hooks count steps with the global step, and the checkpoint then has no
+  `training/<Optimizer>/iter` of the optimizer's own.
+
+  Raises:
+    RuntimeError: the optimizer instance already built its weights in an
+      earlier graph (Keras's text, with the fix).
+  """
+  try:
+    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+  except RuntimeError as error:
+    raise RuntimeError(
+        f"{error} An optimizer instance serves one train() call: its variables "
+        "belong to that call's graph. Pass a callable that returns a new one, "
+        "e.g. optimizer=lambda: tf_keras.optimizers.legacy.Adagrad(0.05).") from error
+
+
 def dnn_logit_fn_builder(units: int, hidden_units: Iterable[int], feature_columns: Iterable[Any],
                          activation_fn: Activation, dropout: Optional[float],
                          input_layer_partitioner: Optional[Callable[..., Any]],
@@ -122,9 +141,7 @@ def dnn_model_fn_v2(features: Dict[str, Any], labels: Any, mode: str, head: base
       mode=mode)
   if mode == ModeKeys.TRAIN:
     optimizer = optimizers.get_optimizer_instance_v2(optimizer)
-    # The optimizer counts its steps in the global step (hooks read it), so
-    # the checkpoint has no `training/<Optimizer>/iter` of its own.
-    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+    count_steps_in_global_step(optimizer)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, optimizer=optimizer, logits=logits,
       trainable_variables=trainable_variables, update_ops=update_ops)

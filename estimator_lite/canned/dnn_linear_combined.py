@@ -210,8 +210,8 @@ def dnn_linear_combined_model_fn_v2(
     # One optimizer counts its steps in the global step (hooks read it): the
     # DNN's when there is one. The other keeps its own `iter` variable, which
     # tf.estimator 2.15 saved as well (`training/Ftrl/iter`).
-    counting = dnn_train_optimizer if dnn_logits is not None else linear_train_optimizer
-    counting.iterations = tf.compat.v1.train.get_or_create_global_step()
+    dnn.count_steps_in_global_step(
+        dnn_train_optimizer if dnn_logits is not None else linear_train_optimizer)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, train_op_fn=_train_op_fn, logits=logits)
 

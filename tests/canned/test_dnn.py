@@ -358,3 +358,19 @@ def test_no_hidden_layers_and_features_not_a_dict(tmp_path):
                      "type: "):
     est.DNNClassifier([2], [fc.numeric_column("x")],
                       model_dir=str(tmp_path / "b")).train(not_a_dict, steps=1)
+
+
+def test_an_optimizer_instance_trains_once_a_callable_every_time(tmp_path):
+  """2.15's rule (the instance's variables live in one graph), with the fix in the text."""
+  input_fn = _train_input_fn([[0], [1], [1], [0]])
+  once = est.DNNClassifier([2], [fc.numeric_column("x")], model_dir=str(tmp_path / "a"),
+                           optimizer=tf_keras.optimizers.legacy.Adagrad(0.1))
+  once.train(input_fn, steps=1)
+  with pytest.raises(RuntimeError, match="Cannot set `iterations` to a new Variable after the "
+                     "Optimizer weights have been created.*Pass a callable"):
+    once.train(input_fn, steps=1)
+  again = est.DNNClassifier([2], [fc.numeric_column("x")], model_dir=str(tmp_path / "b"),
+                            optimizer=lambda: tf_keras.optimizers.legacy.Adagrad(0.1))
+  again.train(input_fn, steps=1)
+  again.train(input_fn, steps=1)
+  assert again.get_variable_value("global_step") == 2
