@@ -59,6 +59,16 @@ def _weight_column_key(weight_column: Any) -> Optional[str]:
   return str(weight_column.key)
 
 
+def _dynamic_batch_size(feature: Any) -> tf.Tensor:
+  # Read at run time, never folded into a constant: with a fully defined
+  # static shape, tf.shape's constant would cut the logits off the input and
+  # predict would never see the input end (tf.estimator 2.15 looped forever
+  # there).
+  if isinstance(feature, tf.SparseTensor):
+    return tf.cast(feature.dense_shape[0], tf.int32)
+  return tf.raw_ops.Shape(input=feature, out_type=tf.int32)[0]
+
+
 def _batch_size_and_checks(features: Dict[str, Any],
                            weight_column_key: Optional[str]) -> Tuple[Any, List[Any]]:
   # Every feature's first dimension is the batch size; they must agree. The
@@ -71,16 +81,18 @@ def _batch_size_and_checks(features: Dict[str, Any],
   for key, feature in features.items():
     if key == weight_column_key:
       continue
-    first_dim = tf.compat.v1.shape(feature)[0]
+    first_dim = _dynamic_batch_size(feature)
     if batch_size is None:
       batch_size = first_dim
     else:
       checks.append(tf.compat.v1.debugging.assert_equal(batch_size, first_dim))
   if batch_size is None:
-    raise ValueError(
-        "A baseline estimator takes its batch size from the features, but the "
-        f"features have no key besides the weight column ({sorted(features)}). "
-        "Return at least one feature from the input_fn.")
+    # tf.estimator failed here building tf.ones([None, n]): its type and text.
+    raise TypeError(
+        "Expected int32, but got None of type 'NoneType'. A baseline estimator "
+        "takes its batch size from the features, but they have no key besides "
+        f"the weight column ({sorted(features)}): return at least one feature "
+        "from the input_fn.")
   return batch_size, checks
 
 
@@ -92,9 +104,11 @@ def _baseline_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
   del config
   num_outputs = head.logits_dimension
   batch_size, checks = _batch_size_and_checks(features, _weight_column_key(weight_column))
-  with tf.control_dependencies(checks):
-    with tf.compat.v1.name_scope("baseline"):
-      bias = tf.Variable(initial_value=tf.zeros([num_outputs]), name="bias")
+  with tf.compat.v1.name_scope("baseline"):
+    # The variable is made outside the checks: its initializer must not wait
+    # for the input.
+    bias = tf.Variable(initial_value=tf.zeros([num_outputs]), name="bias")
+    with tf.control_dependencies(checks):
       logits = tf.math.multiply(bias, tf.ones([batch_size, num_outputs]))
   train_optimizer: Any = None
   if mode == ModeKeys.TRAIN:
@@ -122,10 +136,10 @@ def _baseline_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
   del config
   num_outputs = head.logits_dimension
   batch_size, checks = _batch_size_and_checks(features, _weight_column_key(weight_column))
-  with tf.control_dependencies(checks):
-    with tf.compat.v1.variable_scope("baseline"):
-      bias = tf.compat.v1.get_variable(
-          "bias", shape=[num_outputs], initializer=tf.compat.v1.zeros_initializer())
+  with tf.compat.v1.variable_scope("baseline"):
+    bias = tf.compat.v1.get_variable(
+        "bias", shape=[num_outputs], initializer=tf.compat.v1.zeros_initializer())
+    with tf.control_dependencies(checks):
       logits = tf.math.multiply(bias, tf.ones([batch_size, num_outputs]))
 
   def train_op_fn(loss: tf.Tensor) -> Any:
