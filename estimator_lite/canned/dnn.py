@@ -60,6 +60,9 @@ def count_steps_in_global_step(optimizer: Any) -> None:
   Hooks count steps with the global step, and the checkpoint then has no
   `training/<Optimizer>/iter` of the optimizer's own.
 
+  Args:
+    optimizer: a `tf_keras.optimizers.legacy.Optimizer`.
+
   Raises:
     RuntimeError: the optimizer instance already built its weights in an
       earlier graph (Keras's text, with the fix).

@@ -59,6 +59,8 @@ Columns = Optional[Iterable[Any]]
 _SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
 _V1_SUM = tf.compat.v1.losses.Reduction.SUM
 _NO_COLUMNS = "Either linear_feature_columns or dnn_feature_columns must be defined."
+_NO_COLUMNS_FIX = ("Give linear_feature_columns (the wide part), dnn_feature_columns "
+                   "with dnn_hidden_units (the deep part), or both.")
 
 
 def linear_learning_rate(num_linear_feature_columns: int) -> float:
@@ -92,9 +94,6 @@ def validate_feature_columns(linear_feature_columns: Columns,
     raise ValueError(f"{_NO_COLUMNS} {_NO_COLUMNS_FIX}")
   return feature_columns
 
-
-_NO_COLUMNS_FIX = ("Give linear_feature_columns (the wide part), dnn_feature_columns "
-                   "with dnn_hidden_units (the deep part), or both.")
 
 
 def _check_no_sync_replicas_optimizer(optimizer: Any) -> None:

@@ -38,6 +38,9 @@ _MISSING_FEATURE = re.compile(r"Feature (.+?) is not in features dictionary\.")
 def check_units(units: Any) -> None:
   """Checks the logits dimension is an int.
 
+  Args:
+    units: the logits dimension given.
+
   Raises:
     ValueError: `units` is not an int (tf.estimator's text).
   """
@@ -47,6 +50,9 @@ def check_units(units: Any) -> None:
 
 def check_feature_columns(feature_columns: Sequence[Any]) -> None:
   """Checks a DNN has feature columns.
+
+  Args:
+    feature_columns: the columns given.
 
   Raises:
     ValueError: none (the input layer's text, with the fix).
@@ -60,6 +66,9 @@ def check_feature_columns(feature_columns: Sequence[Any]) -> None:
 def check_features(features: Any) -> None:
   """Checks the features a canned estimator got are a dict.
 
+  Args:
+    features: what the input_fn gave as features.
+
   Raises:
     ValueError: they are not (tf.estimator's text, with the fix).
   """
@@ -72,7 +81,12 @@ def check_features(features: Any) -> None:
 
 
 def add_layer_summary(value: Any, tag: str) -> None:
-  """Writes the fraction of zeros and a histogram of a layer's output (tf.estimator's summaries)."""
+  """Writes the fraction of zeros and a histogram of a layer's output (tf.estimator's summaries).
+
+  Args:
+    value: the layer's output.
+    tag: the summaries' prefix (the layer's name).
+  """
   tf.compat.v1.summary.scalar(f"{tag}/fraction_of_zero_values", tf.math.zero_fraction(value))
   tf.compat.v1.summary.histogram(f"{tag}/activation", value)
 
@@ -118,7 +132,21 @@ def missing_feature_error(error: Exception, feature_columns: Sequence[Any],
 
 def call_input_layer(layer: Any, feature_columns: Sequence[Any], features: Mapping[str, Any],
                      training: bool) -> Any:
-  """Runs an input layer on `features`, with missing_feature_error's text for a missing key."""
+  """Runs an input layer on `features`, with missing_feature_error's text for a missing key.
+
+  Args:
+    layer: a DenseFeatures layer, or tf.compat.v1's InputLayer.
+    feature_columns: the columns the layer reads.
+    features: the features dict.
+    training: whether the model trains.
+
+  Returns:
+    The dense input Tensor, `[batch_size, total width of the columns]`.
+
+  Raises:
+    ValueError: a column's key is missing (missing_feature_error's text), or
+      the layer's own errors.
+  """
   try:
     if isinstance(layer, tf_keras.layers.Layer):
       return layer(features, training=training)
@@ -196,7 +224,15 @@ class DNNModelV2(tf_keras.Model):
           kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name=self._logits_name)
 
   def call(self, features: Mapping[str, Any], mode: str) -> Any:  # pylint: disable=arguments-differ
-    """Returns the logits for `features` in `mode` (dropout only in TRAIN)."""
+    """Returns the logits for `features` in `mode` (dropout only in TRAIN).
+
+    Args:
+      features: the features dict.
+      mode: a ModeKeys value.
+
+    Returns:
+      The logits, `[batch_size, units]`.
+    """
     is_training = mode == ModeKeys.TRAIN
     net = call_input_layer(self._input_layer, self._feature_columns, features, is_training)
     for index, hidden_layer in enumerate(self._hidden_layers):
@@ -322,7 +358,15 @@ class DNNModelV1(tf_keras.Model):
     setattr(self, attribute, layer)
 
   def call(self, features: Mapping[str, Any], mode: str) -> Any:  # pylint: disable=arguments-differ
-    """Returns the logits for `features` in `mode` (dropout only in TRAIN)."""
+    """Returns the logits for `features` in `mode` (dropout only in TRAIN).
+
+    Args:
+      features: the features dict.
+      mode: a ModeKeys value.
+
+    Returns:
+      The logits, `[batch_size, units]`.
+    """
     is_training = mode == ModeKeys.TRAIN
     # Keras opened a name scope of the model's name ("dnn/dnn/"): back to the
     # one around it, where tf.estimator's ops and summaries were.
@@ -347,6 +391,18 @@ def dnn_logit_fn_v1(units: int, hidden_units: Sequence[int], feature_columns: Se
                     input_layer_partitioner: Optional[Callable[..., Any]],
                     batch_norm: bool) -> Callable[[Dict[str, Any], str], Any]:
   """Returns `logit_fn(features, mode) -> logits` building a DNNModelV1 named "dnn".
+
+  Args:
+    units: the logits dimension.
+    hidden_units: units of each hidden layer.
+    feature_columns: v1 or v2 dense feature columns.
+    activation_fn: activation of the hidden layers.
+    dropout: dropout rate in training, or None.
+    input_layer_partitioner: the input layer's partitioner, or None.
+    batch_norm: whether to batch-normalise the hidden layers.
+
+  Returns:
+    The logit function.
 
   Raises:
     ValueError: `units` is not an int (tf.estimator's text).
