@@ -28,6 +28,7 @@ import tensorflow as tf
 import tf_keras
 
 from estimator_lite.canned import optimizers
+from estimator_lite.canned.linear import count_steps_with_global_step
 from estimator_lite.canned.linear import head_loss_reduction
 from estimator_lite.canned.linear import v1_train_op_fn
 from estimator_lite.estimator import Estimator
@@ -113,8 +114,7 @@ def _baseline_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
   train_optimizer: Any = None
   if mode == ModeKeys.TRAIN:
     train_optimizer = optimizers.get_optimizer_instance_v2(optimizer, learning_rate=LEARNING_RATE)
-    # The global step is the optimizer's step counter (no `iter` variable).
-    train_optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+    count_steps_with_global_step(train_optimizer)
 
   def train_op_fn(loss: tf.Tensor) -> Any:
     # Each replica's gradient is summed across replicas: a per-replica mean

@@ -214,6 +214,31 @@ def linear_logit_fn_builder(units: int, feature_columns: Iterable[Any],
   return linear_logit_fn
 
 
+def count_steps_with_global_step(optimizer: Any) -> None:
+  """Makes a Keras 2 optimizer count its steps with the global step, as tf.estimator 2.15 did.
+
+  Hooks count steps with the global step, and the checkpoint then has no
+  `training/<Optimizer>/iter` variable (as tf.estimator's canned estimators'
+  did not).
+
+  Args:
+    optimizer: a `tf_keras.optimizers.legacy` optimizer of the graph being built.
+
+  Raises:
+    RuntimeError: the optimizer already made its variables in an earlier
+      graph (an instance passed to the constructor trains one `train()` call
+      only): Keras's text, then the fix.
+  """
+  try:
+    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+  except RuntimeError as error:
+    raise RuntimeError(
+        f"{error} An optimizer instance given to a canned estimator serves one "
+        "train() call (each builds a new graph), as with tf.estimator; pass a "
+        "callable that returns a new one instead, e.g. "
+        "optimizer=lambda: tf_keras.optimizers.legacy.Ftrl(0.1).") from error
+
+
 def _check_features(features: Any) -> None:
   if not isinstance(features, dict):
     raise ValueError(
@@ -233,9 +258,7 @@ def _linear_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
   if mode == ModeKeys.TRAIN:
     train_optimizer = optimizers.get_optimizer_instance_v2(
         optimizer or _default_optimizer_v2(feature_columns), learning_rate=LEARNING_RATE)
-    # The optimizer's step counter is the global step: hooks count steps with
-    # it, and the checkpoint has no `training/<Optimizer>/iter` (as in 2.15).
-    train_optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+    count_steps_with_global_step(train_optimizer)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, optimizer=train_optimizer,
       trainable_variables=trainable_variables, logits=logits)

@@ -212,3 +212,12 @@ def test_linear_logit_fn_builder_in_a_custom_model_fn(tmp_path):
 def test_v1_loss_reductions_without_a_keras_counterpart_are_refused():
   with pytest.raises(ValueError, match="Invalid loss_reduction: weighted_mean"):
     est.compat.v1.LinearClassifier(_columns(), loss_reduction=tf.compat.v1.losses.Reduction.MEAN)
+
+
+def test_an_optimizer_instance_trains_once_and_the_error_says_what_to_pass(tmp_path):
+  regressor = est.LinearRegressor([fc.numeric_column("x")], model_dir=str(tmp_path),
+                                  optimizer=tf_keras.optimizers.legacy.Ftrl(0.1))
+  input_fn = _input_fn({"x": [[1.0], [2.0]]}, [[1.0], [2.0]])
+  regressor.train(input_fn, steps=1)
+  with pytest.raises(RuntimeError, match="Cannot set `iterations`.*pass a callable"):
+    regressor.train(input_fn, steps=1)  # as tf.estimator 2.15, whose text this keeps
