@@ -102,7 +102,7 @@ def train(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: An
       built = train_graph.build(model_fn, input_fn, config, params, steps, max_steps)
     if warm_start:
       warm_starting.apply(warm_start)
-    tf.compat.v1.summary.scalar("loss", built.spec.loss)
+    _add_loss_summary(built.spec.loss)
     stop_hooks = [built.stop_hook] if built.stop_hook else []
     session_hooks, savers = _ordered_hooks(
         built, config, model_dir, target,
@@ -110,6 +110,14 @@ def train(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: An
         stop_at=(None, None) if built.stop_hook else (steps, max_steps))
     loss = _run(built.spec, session_hooks, savers, target, config, model_dir)
   _logging.info("Loss for final step: %s.", loss)
+
+
+def _add_loss_summary(loss: tf.Tensor) -> None:
+  # tf.estimator's rule: the loss is summarised as "loss" unless model_fn
+  # already did (a canned head does), so the events hold one "loss" tag.
+  summaries = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)
+  if not any(summary.op.name == "loss" for summary in summaries):
+    tf.compat.v1.summary.scalar("loss", loss)
 
 
 def _ordered_hooks(built: train_graph.TrainGraph, config: Any, model_dir: str,
