@@ -1,4 +1,4 @@
-"""Baseline estimators: tf.estimator 2.15's BaselineClassifier, BaselineRegressor and BaselineEstimator.
+"""Baseline estimators: tf.estimator 2.15's Baseline{Classifier,Regressor,Estimator} and compat.v1's.
 
 A baseline model has one trainable vector, `baseline/bias` of the head's
 logits dimension, and ignores the feature values: its logits are that bias
@@ -185,7 +185,7 @@ def _model_fn_v1(head: Any, optimizer: OptimizerArg,
 
 
 class BaselineClassifier(Estimator):
-  """A classifier that learns the class distribution of its labels and predicts it for every example.
+  """A classifier that learns its labels' class distribution and predicts it for every example.
 
   ```python
   classifier = estimator_lite.BaselineClassifier(n_classes=3)
@@ -325,7 +325,7 @@ class BaselineClassifierV1(Estimator):
 
 
 class BaselineRegressorV1(Estimator):
-  """tf.compat.v1.estimator.BaselineRegressor: `BaselineRegressor` with a v1 optimizer and SUM loss."""
+  """tf.compat.v1.estimator.BaselineRegressor: `BaselineRegressor`, v1 optimizer and SUM loss."""
 
   def __init__(self, model_dir: Optional[str] = None, label_dimension: int = 1,
                weight_column: Any = None, optimizer: OptimizerArg = "Ftrl",

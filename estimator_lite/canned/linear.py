@@ -601,7 +601,7 @@ class LinearRegressorV1(Estimator):
 
 
 class LinearEstimatorV1(Estimator):
-  """tf.compat.v1.estimator.LinearEstimator: a linear model with a head of your choice, v1 optimizer.
+  """tf.compat.v1.estimator.LinearEstimator: a linear model, a head of your choice, v1 optimizer.
 
   As `LinearEstimator`, with `LinearClassifierV1`'s v1 differences. The head
   is one of estimator_lite's heads; its train op is the v1 optimizer's

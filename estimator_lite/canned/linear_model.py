@@ -1,4 +1,4 @@
-"""The linear model of the Linear and DNNLinearCombined estimators: feature columns to a weighted sum.
+"""The linear model of the Linear and DNNLinearCombined estimators: columns to a weighted sum.
 
 One weight matrix a feature column, `[num_buckets, units]` for a categorical
 column (its ids pick rows, combined per example with `sparse_combiner`) and
@@ -196,7 +196,7 @@ class LinearModel:
 
   @property
   def variables(self) -> List[Any]:
-    """Every variable of the model (partitioned ones expanded): column weights, bias, column state."""
+    """All the model's variables (partitions expanded): column weights, bias, column state."""
     state = [variable for per_column in self._state_manager._variables.values()
              for variable in per_column.values()]
     return expand_variables(list(self._weights.values()) + [self._bias] + state)

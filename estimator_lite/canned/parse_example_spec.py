@@ -21,7 +21,7 @@ columns are taken too).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable
 
 import tensorflow as tf
 

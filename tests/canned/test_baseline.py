@@ -1,4 +1,4 @@
-"""BaselineClassifier, BaselineRegressor, BaselineEstimator (and compat.v1's) against tf.estimator 2.15.
+"""BaselineClassifier, BaselineRegressor, BaselineEstimator (and compat.v1's) vs tf.estimator 2.15.
 
 The Baseline cases of tests/reference/make_linear_fixture.py, trained as
 tf.estimator 2.15 trained them (tests/data/linear_expected.json): checkpoint

@@ -1,4 +1,4 @@
-"""classifier_parse_example_spec / regressor_parse_example_spec: tf.estimator 2.15's specs and texts."""
+"""classifier_parse_example_spec, regressor_parse_example_spec: tf.estimator 2.15's specs, texts."""
 import pytest
 import tensorflow as tf
 

@@ -1,4 +1,4 @@
-"""Records tf.estimator 2.15's Linear and Baseline estimators on tiny data: tests/data/linear_expected.json.
+"""Records tf.estimator 2.15's Linear and Baseline estimators on tiny data (linear_expected.json).
 
 Runs ONLY under the reference environment (TensorFlow 2.15 + tensorflow-estimator
 2.15). From the repository root:
@@ -169,8 +169,8 @@ def _cases():
           model_dir=d, optimizer="Adam")),
       "v1_baseline_multi_ftrl": ("multi", lambda a, d: a.est_v1.BaselineClassifier(
           model_dir=d, n_classes=3)),
-      "v1_baseline_regressor_weight_rmsprop": ("regression", lambda a, d: a.est_v1.BaselineRegressor(
-          model_dir=d, weight_column="w", optimizer="RMSProp")),
+      "v1_baseline_regressor_weight_rmsprop": ("regression", lambda a, d: (
+          a.est_v1.BaselineRegressor(model_dir=d, weight_column="w", optimizer="RMSProp"))),
   }
 
 
