@@ -25,12 +25,12 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
-import tf_keras
 
 from estimator_lite.canned import optimizers
-from estimator_lite.canned.linear import count_steps_with_global_step
-from estimator_lite.canned.linear import head_loss_reduction
-from estimator_lite.canned.linear import v1_train_op_fn
+from estimator_lite.canned import default_heads
+from estimator_lite.canned import estimator_rules
+from estimator_lite.canned.estimator_rules import SUM_OVER_BATCH_SIZE
+from estimator_lite.canned.estimator_rules import V1_SUM
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -39,9 +39,6 @@ from estimator_lite._util import tf_internals
 
 # tf.estimator's learning rate for a baseline's optimizer given by name.
 LEARNING_RATE = 0.3
-
-_SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
-_V1_SUM = tf.compat.v1.losses.Reduction.SUM
 
 OptimizerArg = Any
 
@@ -74,9 +71,7 @@ def _batch_size_and_checks(features: Dict[str, Any],
                            weight_column_key: Optional[str]) -> Tuple[Any, List[Any]]:
   # Every feature's first dimension is the batch size; they must agree. The
   # weight feature is left out so that serving does not need it.
-  if not isinstance(features, dict):
-    raise ValueError(
-        f"features should be a dictionary of `Tensor`s. Given type: {type(features)}")
+  estimator_rules.check_features(features)
   batch_size = None
   checks = []
   for key, feature in features.items():
@@ -100,7 +95,7 @@ def _batch_size_and_checks(features: Dict[str, Any],
 def _baseline_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
                           optimizer: OptimizerArg, weight_column: Any = None,
                           config: Optional[RunConfig] = None,
-                          loss_reduction: str = _SUM_OVER_BATCH_SIZE) -> EstimatorSpec:
+                          loss_reduction: str = SUM_OVER_BATCH_SIZE) -> EstimatorSpec:
   """The model_fn of the top-level Baseline estimators."""
   del config
   num_outputs = head.logits_dimension
@@ -114,12 +109,12 @@ def _baseline_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
   train_optimizer: Any = None
   if mode == ModeKeys.TRAIN:
     train_optimizer = optimizers.get_optimizer_instance_v2(optimizer, learning_rate=LEARNING_RATE)
-    count_steps_with_global_step(train_optimizer)
+    estimator_rules.count_steps_with_global_step(train_optimizer)
 
   def train_op_fn(loss: tf.Tensor) -> Any:
     # Each replica's gradient is summed across replicas: a per-replica mean
     # loss is divided by their number to give the global mean's gradient.
-    if loss_reduction == _SUM_OVER_BATCH_SIZE:
+    if loss_reduction == SUM_OVER_BATCH_SIZE:
       num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
       if num_replicas > 1:
         loss *= (1. / num_replicas)
@@ -145,42 +140,35 @@ def _baseline_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
   def train_op_fn(loss: tf.Tensor) -> Any:
     train_optimizer = optimizers.get_optimizer_instance(optimizer, learning_rate=LEARNING_RATE)
     # tf.estimator's v1 heads minimized under the root scope `head`.
-    return v1_train_op_fn(train_optimizer, "head/")(loss)
+    return estimator_rules.v1_train_op_fn(train_optimizer, "head/")(loss)
 
   return head.create_estimator_spec(
       features=features, mode=mode, logits=logits, labels=labels, train_op_fn=train_op_fn)
 
 
-def _classifier_head(n_classes: int, weight_column: Any, label_vocabulary: Any,
-                     loss_reduction: str) -> Any:
-  from estimator_lite.head import head_utils  # pylint: disable=g-import-not-at-top
-  return head_utils.binary_or_multi_class_head(
-      n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-      loss_reduction=loss_reduction)
+def _baseline_model_fn(head: Any, optimizer: OptimizerArg, weight_column: Any = None,
+                       loss_reduction: str = SUM_OVER_BATCH_SIZE,
+                       v1: bool = False) -> Callable[..., EstimatorSpec]:
+  """The model_fn a Baseline estimator of this module hands to `Estimator`.
 
+  Args:
+    head: the head turning the logits into the spec.
+    optimizer: the constructor's optimizer argument.
+    weight_column: the weight feature, left out of the batch-size checks.
+    loss_reduction: the v2 head's reduction (for the replicas' gradients).
+    v1: whether it is a compat.v1 estimator (v1 optimizer, `get_variable`).
 
-def _regression_head(label_dimension: int, weight_column: Any, loss_reduction: str) -> Any:
-  from estimator_lite.head import regression_head  # pylint: disable=g-import-not-at-top
-  return regression_head.RegressionHead(
-      label_dimension=label_dimension, weight_column=weight_column,
-      loss_reduction=loss_reduction)
-
-
-def _model_fn_v2(head: Any, optimizer: OptimizerArg, weight_column: Any = None,
-                 loss_reduction: str = _SUM_OVER_BATCH_SIZE) -> Callable[..., EstimatorSpec]:
+  Returns:
+    `model_fn(features, labels, mode, config) -> EstimatorSpec`.
+  """
   def model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
+    if v1:
+      return _baseline_model_fn_v1(
+          features=features, labels=labels, mode=mode, head=head, optimizer=optimizer,
+          weight_column=weight_column, config=config)
     return _baseline_model_fn_v2(
         features=features, labels=labels, mode=mode, head=head, optimizer=optimizer,
         weight_column=weight_column, config=config, loss_reduction=loss_reduction)
-  return model_fn
-
-
-def _model_fn_v1(head: Any, optimizer: OptimizerArg,
-                 weight_column: Any = None) -> Callable[..., EstimatorSpec]:
-  def model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-    return _baseline_model_fn_v1(
-        features=features, labels=labels, mode=mode, head=head, optimizer=optimizer,
-        weight_column=weight_column, config=config)
   return model_fn
 
 
@@ -200,7 +188,7 @@ class BaselineClassifier(Estimator):
   def __init__(self, model_dir: Optional[str] = None, n_classes: int = 2,
                weight_column: Any = None, label_vocabulary: Optional[List[str]] = None,
                optimizer: OptimizerArg = "Ftrl", config: Optional[RunConfig] = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE) -> None:
+               loss_reduction: str = SUM_OVER_BATCH_SIZE) -> None:
     """Creates the classifier.
 
     Args:
@@ -220,8 +208,9 @@ class BaselineClassifier(Estimator):
       ValueError: `n_classes` < 2, or an invalid vocabulary or reduction (from
         the head).
     """
-    head = _classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-    super().__init__(model_fn=_model_fn_v2(head, optimizer, weight_column, loss_reduction),
+    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
+                                         loss_reduction)
+    super().__init__(model_fn=_baseline_model_fn(head, optimizer, weight_column, loss_reduction),
                      model_dir=model_dir, config=config)
 
 
@@ -241,7 +230,7 @@ class BaselineRegressor(Estimator):
   def __init__(self, model_dir: Optional[str] = None, label_dimension: int = 1,
                weight_column: Any = None, optimizer: OptimizerArg = "Ftrl",
                config: Optional[RunConfig] = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE) -> None:
+               loss_reduction: str = SUM_OVER_BATCH_SIZE) -> None:
     """Creates the regressor.
 
     Args:
@@ -257,8 +246,8 @@ class BaselineRegressor(Estimator):
     Raises:
       ValueError: an invalid `label_dimension` or reduction (from the head).
     """
-    head = _regression_head(label_dimension, weight_column, loss_reduction)
-    super().__init__(model_fn=_model_fn_v2(head, optimizer, loss_reduction=loss_reduction),
+    head = default_heads.regression_head(label_dimension, weight_column, loss_reduction)
+    super().__init__(model_fn=_baseline_model_fn(head, optimizer, loss_reduction=loss_reduction),
                      model_dir=model_dir, config=config)
 
 
@@ -284,7 +273,8 @@ class BaselineEstimator(Estimator):
         returning one (see `BaselineClassifier`).
       config: a `RunConfig`.
     """
-    super().__init__(model_fn=_model_fn_v2(head, optimizer), model_dir=model_dir, config=config)
+    super().__init__(model_fn=_baseline_model_fn(head, optimizer), model_dir=model_dir,
+                     config=config)
 
 
 class BaselineClassifierV1(Estimator):
@@ -299,7 +289,7 @@ class BaselineClassifierV1(Estimator):
   def __init__(self, model_dir: Optional[str] = None, n_classes: int = 2,
                weight_column: Any = None, label_vocabulary: Optional[List[str]] = None,
                optimizer: OptimizerArg = "Ftrl", config: Optional[RunConfig] = None,
-               loss_reduction: str = _V1_SUM) -> None:
+               loss_reduction: str = V1_SUM) -> None:
     """Creates the classifier.
 
     Args:
@@ -318,9 +308,9 @@ class BaselineClassifierV1(Estimator):
       ValueError: `n_classes` < 2, an invalid vocabulary, or a reduction with
         no Keras counterpart.
     """
-    head = _classifier_head(n_classes, weight_column, label_vocabulary,
-                            head_loss_reduction(loss_reduction))
-    super().__init__(model_fn=_model_fn_v1(head, optimizer, weight_column),
+    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
+                                         estimator_rules.head_loss_reduction(loss_reduction))
+    super().__init__(model_fn=_baseline_model_fn(head, optimizer, weight_column, v1=True),
                      model_dir=model_dir, config=config)
 
 
@@ -329,7 +319,7 @@ class BaselineRegressorV1(Estimator):
 
   def __init__(self, model_dir: Optional[str] = None, label_dimension: int = 1,
                weight_column: Any = None, optimizer: OptimizerArg = "Ftrl",
-               config: Optional[RunConfig] = None, loss_reduction: str = _V1_SUM) -> None:
+               config: Optional[RunConfig] = None, loss_reduction: str = V1_SUM) -> None:
     """Creates the regressor.
 
     Args:
@@ -346,8 +336,10 @@ class BaselineRegressorV1(Estimator):
     Raises:
       ValueError: an invalid `label_dimension` or reduction.
     """
-    head = _regression_head(label_dimension, weight_column, head_loss_reduction(loss_reduction))
-    super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+    head = default_heads.regression_head(label_dimension, weight_column,
+                                         estimator_rules.head_loss_reduction(loss_reduction))
+    super().__init__(model_fn=_baseline_model_fn(head, optimizer, v1=True), model_dir=model_dir,
+                     config=config)
 
 
 class BaselineEstimatorV1(Estimator):
@@ -364,4 +356,5 @@ class BaselineEstimatorV1(Estimator):
         returning one (see `BaselineClassifierV1`).
       config: a `RunConfig`.
     """
-    super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+    super().__init__(model_fn=_baseline_model_fn(head, optimizer, v1=True), model_dir=model_dir,
+                     config=config)

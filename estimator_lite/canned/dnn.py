@@ -23,19 +23,19 @@ classifier.train(input_fn=train_input_fn, steps=1000)
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Union
 
 import tensorflow as tf
-import tf_keras
 
+from estimator_lite.canned import default_heads
 from estimator_lite.canned import dnn_model
-from estimator_lite.canned import linear
+from estimator_lite.canned import estimator_rules
 from estimator_lite.canned import optimizers
+from estimator_lite.canned.estimator_rules import SUM_OVER_BATCH_SIZE
+from estimator_lite.canned.estimator_rules import V1_SUM
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.head import base_head
-from estimator_lite.head import head_utils
-from estimator_lite.head.regression_head import RegressionHead
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 from estimator_lite.warm_starting import WarmStartSettings
@@ -50,30 +50,6 @@ INPUT_LAYER_MIN_SLICE_SIZE = 64 << 20
 Activation = Optional[Callable[..., Any]]
 OptimizerArg = Union[str, Callable[[], Any], Any]
 WarmStart = Union[None, str, WarmStartSettings]
-_SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
-_V1_SUM = tf.compat.v1.losses.Reduction.SUM
-
-
-def count_steps_in_global_step(optimizer: Any) -> None:
-  """Makes a Keras 2 optimizer's `iterations` the global step (tf.estimator's v2 rule).
-
-  Hooks count steps with the global step, and the checkpoint then has no
-  `training/<Optimizer>/iter` of the optimizer's own.
-
-  Args:
-    optimizer: a `tf_keras.optimizers.legacy.Optimizer`.
-
-  Raises:
-    RuntimeError: the optimizer instance already built its weights in an
-      earlier graph (Keras's text, with the fix).
-  """
-  try:
-    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-  except RuntimeError as error:
-    raise RuntimeError(
-        f"{error} An optimizer instance serves one train() call: its variables "
-        "belong to that call's graph. Pass a callable that returns a new one, "
-        "e.g. optimizer=lambda: tf_keras.optimizers.legacy.Adagrad(0.05).") from error
 
 
 def dnn_logit_fn_builder(units: int, hidden_units: Iterable[int], feature_columns: Iterable[Any],
@@ -137,14 +113,14 @@ def dnn_model_fn_v2(features: Dict[str, Any], labels: Any, mode: str, head: base
     ValueError: features not a dict, a bad optimizer, v1-only feature columns.
   """
   del config
-  dnn_model.check_features(features)
+  estimator_rules.check_features(features)
   logits, trainable_variables, update_ops = dnn_model.dnn_logits_v2(
       units=head.logits_dimension, hidden_units=hidden_units, feature_columns=feature_columns,
       activation_fn=activation_fn, dropout=dropout, batch_norm=batch_norm, features=features,
       mode=mode)
   if mode == ModeKeys.TRAIN:
     optimizer = optimizers.get_optimizer_instance_v2(optimizer)
-    count_steps_in_global_step(optimizer)
+    estimator_rules.count_steps_with_global_step(optimizer)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, optimizer=optimizer, logits=logits,
       trainable_variables=trainable_variables, update_ops=update_ops)
@@ -186,7 +162,7 @@ def dnn_model_fn_v1(features: Dict[str, Any], labels: Any, mode: str, head: base
     ValueError: features not a dict, a bad optimizer.
   """
   optimizer = optimizers.get_optimizer_instance(optimizer, learning_rate=LEARNING_RATE)
-  dnn_model.check_features(features)
+  estimator_rules.check_features(features)
   num_ps_replicas = config.num_ps_replicas if config else 0
   partitioner = tf.compat.v1.min_max_variable_partitioner(max_partitions=num_ps_replicas)
   with tf.compat.v1.variable_scope("dnn", values=tuple(features.values()),
@@ -201,8 +177,51 @@ def dnn_model_fn_v1(features: Dict[str, Any], labels: Any, mode: str, head: base
     scope = tf.compat.v1.get_default_graph().get_name_scope()
     return head.create_estimator_spec(
         features=features, mode=mode, labels=labels, logits=logits,
-        train_op_fn=linear.v1_train_op_fn(optimizer, f"{scope}/head/" if scope else "head/"),
+        train_op_fn=estimator_rules.v1_train_op_fn(
+            optimizer, f"{scope}/head/" if scope else "head/"),
         update_ops=tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS))
+
+
+def _dnn_model_fn(head: base_head.Head, hidden_units: Optional[Iterable[int]],
+                  feature_columns: Optional[Iterable[Any]], optimizer: OptimizerArg,
+                  activation_fn: Activation, dropout: Optional[float], batch_norm: bool,
+                  v1: bool = False, input_layer_partitioner: Optional[Callable[..., Any]] = None
+                  ) -> Callable[..., EstimatorSpec]:
+  """The model_fn a DNN estimator of this module hands to `Estimator`.
+
+  Args:
+    head: the head turning the logits into the spec.
+    hidden_units: units of each hidden layer (read once, here; None fails
+      when the network is built, as tf.estimator's did).
+    feature_columns: the dense feature columns (read once, here).
+    optimizer: the constructor's optimizer argument.
+    activation_fn: activation of the hidden layers.
+    dropout: dropout rate in training, or None.
+    batch_norm: whether to batch-normalise the hidden layers.
+    v1: whether it is a compat.v1 estimator (v1 optimizer, partitioners).
+    input_layer_partitioner: the v1 input layer's partitioner, or None.
+
+  Returns:
+    `model_fn(features, labels, mode, config) -> EstimatorSpec`.
+  """
+  # None reaches the network builder and fails there, as tf.estimator's did.
+  hidden: Any = estimator_rules.tuple_or_none(hidden_units)
+  columns = tuple(feature_columns or [])
+
+  def model_fn(features: Dict[str, Any], labels: Any, mode: str,
+               config: RunConfig) -> EstimatorSpec:
+    if v1:
+      return dnn_model_fn_v1(
+          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
+          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
+          dropout=dropout, input_layer_partitioner=input_layer_partitioner, config=config,
+          batch_norm=batch_norm)
+    return dnn_model_fn_v2(
+        features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
+        feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
+        dropout=dropout, config=config, batch_norm=batch_norm)
+
+  return model_fn
 
 
 # -- the v2 estimators (tf.estimator.DNN*) ------------------------------------------
@@ -230,7 +249,7 @@ class DNNClassifier(Estimator):
                optimizer: OptimizerArg = "Adagrad", activation_fn: Activation = tf.nn.relu,
                dropout: Optional[float] = None, config: Optional[RunConfig] = None,
                warm_start_from: WarmStart = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE, batch_norm: bool = False) -> None:
+               loss_reduction: str = SUM_OVER_BATCH_SIZE, batch_norm: bool = False) -> None:
     """Creates the classifier.
 
     Args:
@@ -261,19 +280,11 @@ class DNNClassifier(Estimator):
       ValueError: n_classes < 2, a bad label_vocabulary or loss_reduction (the
         head's checks).
     """
-    head = head_utils.binary_or_multi_class_head(
-        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-        loss_reduction=loss_reduction)
-    hidden, columns = _as_tuples(hidden_units, feature_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
-          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
-          dropout=dropout, config=config, batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
+                                         loss_reduction)
+    model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
+                             dropout, batch_norm)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -290,7 +301,7 @@ class DNNRegressor(Estimator):
                weight_column: Any = None, optimizer: OptimizerArg = "Adagrad",
                activation_fn: Activation = tf.nn.relu, dropout: Optional[float] = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE, batch_norm: bool = False) -> None:
+               loss_reduction: str = SUM_OVER_BATCH_SIZE, batch_norm: bool = False) -> None:
     """Creates the regressor.
 
     Args:
@@ -312,18 +323,10 @@ class DNNRegressor(Estimator):
     Raises:
       ValueError: a bad label_dimension or loss_reduction (the head's checks).
     """
-    head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                          loss_reduction=loss_reduction)
-    hidden, columns = _as_tuples(hidden_units, feature_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
-          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
-          dropout=dropout, config=config, batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    head = default_heads.regression_head(label_dimension, weight_column, loss_reduction)
+    model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
+                             dropout, batch_norm)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -353,16 +356,9 @@ class DNNEstimator(Estimator):
       warm_start_from: a checkpoint to start from, or a `WarmStartSettings`.
       batch_norm: whether to batch-normalise each hidden layer's output.
     """
-    hidden, columns = _as_tuples(hidden_units, feature_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
-          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
-          dropout=dropout, config=config, batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
+                             dropout, batch_norm)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -386,7 +382,7 @@ class DNNClassifierV1(Estimator):
                dropout: Optional[float] = None,
                input_layer_partitioner: Optional[Callable[..., Any]] = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _V1_SUM, batch_norm: bool = False) -> None:
+               loss_reduction: str = V1_SUM, batch_norm: bool = False) -> None:
     """Creates the classifier.
 
     Args:
@@ -413,20 +409,12 @@ class DNNClassifierV1(Estimator):
     Raises:
       ValueError: n_classes < 2, a bad label_vocabulary or loss_reduction.
     """
-    head = head_utils.binary_or_multi_class_head(
-        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-        loss_reduction=linear.head_loss_reduction(loss_reduction))
-    hidden, columns = _as_tuples(hidden_units, feature_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
-          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
-          dropout=dropout, input_layer_partitioner=input_layer_partitioner, config=config,
-          batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
+                                         estimator_rules.head_loss_reduction(loss_reduction))
+    model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
+                             dropout, batch_norm, v1=True,
+                             input_layer_partitioner=input_layer_partitioner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -439,7 +427,7 @@ class DNNRegressorV1(Estimator):
                activation_fn: Activation = tf.nn.relu, dropout: Optional[float] = None,
                input_layer_partitioner: Optional[Callable[..., Any]] = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _V1_SUM, batch_norm: bool = False) -> None:
+               loss_reduction: str = V1_SUM, batch_norm: bool = False) -> None:
     """Creates the regressor.
 
     Args:
@@ -463,19 +451,12 @@ class DNNRegressorV1(Estimator):
     Raises:
       ValueError: a bad label_dimension or loss_reduction.
     """
-    head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                          loss_reduction=linear.head_loss_reduction(loss_reduction))
-    hidden, columns = _as_tuples(hidden_units, feature_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
-          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
-          dropout=dropout, input_layer_partitioner=input_layer_partitioner, config=config,
-          batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    head = default_heads.regression_head(label_dimension, weight_column,
+                                         estimator_rules.head_loss_reduction(loss_reduction))
+    model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
+                             dropout, batch_norm, v1=True,
+                             input_layer_partitioner=input_layer_partitioner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -505,23 +486,9 @@ class DNNEstimatorV1(Estimator):
       warm_start_from: a checkpoint to start from, or a `WarmStartSettings`.
       batch_norm: whether to batch-normalise each hidden layer's output.
     """
-    hidden, columns = _as_tuples(hidden_units, feature_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head, hidden_units=hidden,
-          feature_columns=columns, optimizer=optimizer, activation_fn=activation_fn,
-          dropout=dropout, input_layer_partitioner=input_layer_partitioner, config=config,
-          batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
+                             dropout, batch_norm, v1=True,
+                             input_layer_partitioner=input_layer_partitioner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
-
-def _as_tuples(hidden_units: Optional[Iterable[int]],
-               feature_columns: Optional[Iterable[Any]]) -> Tuple[Any, Tuple[Any, ...]]:
-  # tf.estimator kept `feature_columns or []` as a tuple, and iterated
-  # hidden_units when building (None fails there, as it did).
-  return (tuple(hidden_units) if hidden_units is not None else hidden_units,
-          tuple(feature_columns or []))

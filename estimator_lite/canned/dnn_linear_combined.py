@@ -28,21 +28,21 @@ model = est.DNNLinearCombinedClassifier(
 """
 from __future__ import annotations
 
-import math
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import tensorflow as tf
-import tf_keras
 
+from estimator_lite.canned import default_heads
 from estimator_lite.canned import dnn
 from estimator_lite.canned import dnn_model
+from estimator_lite.canned import estimator_rules
 from estimator_lite.canned import linear
 from estimator_lite.canned import optimizers
+from estimator_lite.canned.estimator_rules import SUM_OVER_BATCH_SIZE
+from estimator_lite.canned.estimator_rules import V1_SUM
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.head import base_head
-from estimator_lite.head import head_utils
-from estimator_lite.head.regression_head import RegressionHead
 from estimator_lite.mode_keys import ModeKeys
 from estimator_lite.run_config import RunConfig
 from estimator_lite.warm_starting import WarmStartSettings
@@ -56,23 +56,9 @@ Activation = Optional[Callable[..., Any]]
 OptimizerArg = Union[str, Callable[[], Any], Any]
 WarmStart = Union[None, str, WarmStartSettings]
 Columns = Optional[Iterable[Any]]
-_SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
-_V1_SUM = tf.compat.v1.losses.Reduction.SUM
 _NO_COLUMNS = "Either linear_feature_columns or dnn_feature_columns must be defined."
 _NO_COLUMNS_FIX = ("Give linear_feature_columns (the wide part), dnn_feature_columns "
                    "with dnn_hidden_units (the deep part), or both.")
-
-
-def linear_learning_rate(num_linear_feature_columns: int) -> float:
-  """The linear part's learning rate when its optimizer is given by name: min(0.005, 1/sqrt(n)).
-
-  Args:
-    num_linear_feature_columns: how many linear feature columns there are.
-
-  Returns:
-    The learning rate.
-  """
-  return min(LINEAR_LEARNING_RATE, 1.0 / math.sqrt(num_linear_feature_columns))
 
 
 def validate_feature_columns(linear_feature_columns: Columns,
@@ -113,7 +99,7 @@ def _check_hidden_units(dnn_hidden_units: Optional[Sequence[int]]) -> None:
 
 def _check_model_fn_arguments(features: Any, linear_feature_columns: Columns,
                               dnn_feature_columns: Columns) -> None:
-  dnn_model.check_features(features)
+  estimator_rules.check_features(features)
   if not linear_feature_columns and not dnn_feature_columns:
     raise ValueError(f"{_NO_COLUMNS} {_NO_COLUMNS_FIX}")
 
@@ -131,7 +117,7 @@ def dnn_linear_combined_model_fn_v2(
     dnn_hidden_units: Optional[Sequence[int]] = None, dnn_activation_fn: Activation = tf.nn.relu,
     dnn_dropout: Optional[float] = None, config: Optional[RunConfig] = None,
     batch_norm: bool = False, linear_sparse_combiner: str = "sum",
-    loss_reduction: str = _SUM_OVER_BATCH_SIZE) -> EstimatorSpec:
+    loss_reduction: str = SUM_OVER_BATCH_SIZE) -> EstimatorSpec:
   """The model_fn of the v2 DNNLinearCombined estimators.
 
   Args:
@@ -141,7 +127,7 @@ def dnn_linear_combined_model_fn_v2(
     head: the head turning logits into the spec.
     linear_feature_columns: the linear part's v2 feature columns.
     linear_optimizer: a Keras 2 optimizer, a callable returning one, or its
-      name (learning rate linear_learning_rate(number of columns)).
+      name (learning rate min(0.005, 1 / sqrt(number of columns))).
     dnn_feature_columns: the DNN's v2 dense feature columns.
     dnn_optimizer: a Keras 2 optimizer, a callable returning one, or its name
       (learning rate 0.001).
@@ -184,7 +170,8 @@ def dnn_linear_combined_model_fn_v2(
     linear_columns = tuple(linear_feature_columns)
     if mode == ModeKeys.TRAIN:
       linear_train_optimizer = optimizers.get_optimizer_instance_v2(
-          linear_optimizer, learning_rate=linear_learning_rate(len(linear_columns)))
+          linear_optimizer, learning_rate=estimator_rules.linear_learning_rate(
+              len(linear_columns), LINEAR_LEARNING_RATE))
       _check_no_sync_replicas_optimizer(linear_train_optimizer)
     linear_logits, linear_variables = linear.build_linear_logits(
         units=head.logits_dimension, feature_columns=linear_columns,
@@ -193,7 +180,7 @@ def dnn_linear_combined_model_fn_v2(
   logits = _combine(dnn_logits, linear_logits)
 
   def _train_op_fn(loss: Any) -> Any:
-    if loss_reduction == _SUM_OVER_BATCH_SIZE:
+    if loss_reduction == SUM_OVER_BATCH_SIZE:
       num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
       if num_replicas > 1:
         loss *= 1.0 / num_replicas
@@ -209,7 +196,7 @@ def dnn_linear_combined_model_fn_v2(
     # One optimizer counts its steps in the global step (hooks read it): the
     # DNN's when there is one. The other keeps its own `iter` variable, which
     # tf.estimator 2.15 saved as well (`training/Ftrl/iter`).
-    dnn.count_steps_in_global_step(
+    estimator_rules.count_steps_with_global_step(
         dnn_train_optimizer if dnn_logits is not None else linear_train_optimizer)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, train_op_fn=_train_op_fn, logits=logits)
@@ -233,7 +220,7 @@ def dnn_linear_combined_model_fn_v1(
     head: the head turning logits into the spec.
     linear_feature_columns: the linear part's feature columns (v1 or v2).
     linear_optimizer: a `tf.compat.v1.train.Optimizer`, a callable returning
-      one, or its name (learning rate linear_learning_rate(number of columns)).
+      one, or its name (learning rate min(0.005, 1 / sqrt(number of columns))).
     dnn_feature_columns: the DNN's dense feature columns (v1 or v2).
     dnn_optimizer: a `tf.compat.v1.train.Optimizer`, a callable returning one,
       or its name (learning rate 0.001).
@@ -281,7 +268,8 @@ def dnn_linear_combined_model_fn_v1(
   if linear_feature_columns:
     linear_columns = tuple(linear_feature_columns)
     linear_train_optimizer = optimizers.get_optimizer_instance(
-        linear_optimizer, learning_rate=linear_learning_rate(len(linear_columns)))
+        linear_optimizer, learning_rate=estimator_rules.linear_learning_rate(
+            len(linear_columns), LINEAR_LEARNING_RATE))
     _check_no_sync_replicas_optimizer(linear_train_optimizer)
     with tf.compat.v1.variable_scope("linear", values=tuple(features.values()),
                                      partitioner=input_layer_partitioner) as scope:
@@ -314,6 +302,69 @@ def dnn_linear_combined_model_fn_v1(
       update_ops=tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS))
 
 
+def _dnn_linear_combined_model_fn(
+    make_head: Callable[[], base_head.Head], linear_feature_columns: Columns,
+    linear_optimizer: OptimizerArg, dnn_feature_columns: Columns, dnn_optimizer: OptimizerArg,
+    dnn_hidden_units: Optional[Iterable[int]], dnn_activation_fn: Activation,
+    dnn_dropout: Optional[float], batch_norm: bool, linear_sparse_combiner: str,
+    loss_reduction: str = SUM_OVER_BATCH_SIZE, v1: bool = False,
+    input_layer_partitioner: Optional[Callable[..., Any]] = None
+) -> Callable[..., EstimatorSpec]:
+  """Checks the columns and returns the model_fn a DNNLinearCombined estimator hands to `Estimator`.
+
+  The columns and units are read once, here: every mode's graph then sees
+  the same ones, even when they were given as generators.
+
+  Args:
+    make_head: builds the head turning the logits into the spec; called
+      after the columns are checked (tf.estimator's order of errors).
+    linear_feature_columns: the linear part's feature columns, or None.
+    linear_optimizer: the constructor's linear optimizer argument.
+    dnn_feature_columns: the DNN's dense feature columns, or None.
+    dnn_optimizer: the constructor's DNN optimizer argument.
+    dnn_hidden_units: units of each hidden layer, or None.
+    dnn_activation_fn: activation of the hidden layers.
+    dnn_dropout: dropout rate in training, or None.
+    batch_norm: whether to batch-normalise the hidden layers.
+    linear_sparse_combiner: "sum", "mean" or "sqrtn".
+    loss_reduction: the v2 head's reduction (for the replicas' gradients).
+    v1: whether it is a compat.v1 estimator (v1 optimizers, partitioners).
+    input_layer_partitioner: the v1 input layer's and linear model's
+      partitioner, or None.
+
+  Returns:
+    `model_fn(features, labels, mode, config) -> EstimatorSpec`.
+
+  Raises:
+    ValueError: neither part has feature columns; the head's checks.
+  """
+  linear_columns = estimator_rules.tuple_or_none(linear_feature_columns)
+  dnn_columns = estimator_rules.tuple_or_none(dnn_feature_columns)
+  hidden_units = estimator_rules.tuple_or_none(dnn_hidden_units)
+  validate_feature_columns(linear_columns, dnn_columns)
+  head = make_head()
+
+  def model_fn(features: Dict[str, Any], labels: Any, mode: str,
+               config: RunConfig) -> EstimatorSpec:
+    if v1:
+      return dnn_linear_combined_model_fn_v1(
+          features=features, labels=labels, mode=mode, head=head,
+          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
+          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
+          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
+          dnn_dropout=dnn_dropout, input_layer_partitioner=input_layer_partitioner,
+          config=config, batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner)
+    return dnn_linear_combined_model_fn_v2(
+        features=features, labels=labels, mode=mode, head=head,
+        linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
+        dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
+        dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
+        dnn_dropout=dnn_dropout, config=config, batch_norm=batch_norm,
+        linear_sparse_combiner=linear_sparse_combiner, loss_reduction=loss_reduction)
+
+  return model_fn
+
+
 # -- the v2 estimators (tf.estimator.DNNLinearCombined*) ----------------------------
 
 
@@ -337,7 +388,7 @@ class DNNLinearCombinedClassifier(Estimator):
                n_classes: int = 2, weight_column: Any = None,
                label_vocabulary: Optional[Sequence[str]] = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
+               loss_reduction: str = SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
                linear_sparse_combiner: str = "sum") -> None:
     """Creates the classifier.
 
@@ -372,24 +423,13 @@ class DNNLinearCombinedClassifier(Estimator):
       ValueError: neither part has feature columns; n_classes < 2 and the
         head's other checks.
     """
-    linear_columns, dnn_columns, hidden_units = _as_tuples(
-        linear_feature_columns, dnn_feature_columns, dnn_hidden_units)
-    validate_feature_columns(linear_columns, dnn_columns)
-    head = head_utils.binary_or_multi_class_head(
-        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
+    model_fn = _dnn_linear_combined_model_fn(
+        lambda: default_heads.classifier_head(
+            n_classes, weight_column, label_vocabulary, loss_reduction),
+        linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+        dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner,
         loss_reduction=loss_reduction)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_linear_combined_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head,
-          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
-          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
-          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
-          dnn_dropout=dnn_dropout, config=config, batch_norm=batch_norm,
-          linear_sparse_combiner=linear_sparse_combiner, loss_reduction=loss_reduction)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -408,7 +448,7 @@ class DNNLinearCombinedRegressor(Estimator):
                dnn_activation_fn: Activation = tf.nn.relu, dnn_dropout: Optional[float] = None,
                label_dimension: int = 1, weight_column: Any = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
+               loss_reduction: str = SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
                linear_sparse_combiner: str = "sum") -> None:
     """Creates the regressor.
 
@@ -435,23 +475,13 @@ class DNNLinearCombinedRegressor(Estimator):
     Raises:
       ValueError: neither part has feature columns; the head's checks.
     """
-    linear_columns, dnn_columns, hidden_units = _as_tuples(
-        linear_feature_columns, dnn_feature_columns, dnn_hidden_units)
-    validate_feature_columns(linear_columns, dnn_columns)
-    head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                          loss_reduction=loss_reduction)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_linear_combined_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head,
-          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
-          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
-          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
-          dnn_dropout=dnn_dropout, config=config, batch_norm=batch_norm,
-          linear_sparse_combiner=linear_sparse_combiner, loss_reduction=loss_reduction)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    model_fn = _dnn_linear_combined_model_fn(
+        lambda: default_heads.regression_head(
+            label_dimension, weight_column, loss_reduction),
+        linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+        dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner,
+        loss_reduction=loss_reduction)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -489,21 +519,11 @@ class DNNLinearCombinedEstimator(Estimator):
     Raises:
       ValueError: neither part has feature columns.
     """
-    linear_columns, dnn_columns, hidden_units = _as_tuples(
-        linear_feature_columns, dnn_feature_columns, dnn_hidden_units)
-    validate_feature_columns(linear_columns, dnn_columns)
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_linear_combined_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head,
-          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
-          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
-          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
-          dnn_dropout=dnn_dropout, config=config, batch_norm=batch_norm,
-          linear_sparse_combiner=linear_sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config)
+    model_fn = _dnn_linear_combined_model_fn(
+        lambda: head, linear_feature_columns, linear_optimizer, dnn_feature_columns,
+        dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm,
+        linear_sparse_combiner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
 
 
 # -- the v1 estimators (tf.compat.v1.estimator.DNNLinearCombined*) ------------------
@@ -528,7 +548,7 @@ class DNNLinearCombinedClassifierV1(Estimator):
                label_vocabulary: Optional[Sequence[str]] = None,
                input_layer_partitioner: Optional[Callable[..., Any]] = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _V1_SUM, batch_norm: bool = False,
+               loss_reduction: str = V1_SUM, batch_norm: bool = False,
                linear_sparse_combiner: str = "sum") -> None:
     """Creates the classifier.
 
@@ -559,24 +579,14 @@ class DNNLinearCombinedClassifierV1(Estimator):
     Raises:
       ValueError: neither part has feature columns; the head's checks.
     """
-    linear_columns, dnn_columns, hidden_units = _as_tuples(
-        linear_feature_columns, dnn_feature_columns, dnn_hidden_units)
-    validate_feature_columns(linear_columns, dnn_columns)
-    head = head_utils.binary_or_multi_class_head(
-        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-        loss_reduction=linear.head_loss_reduction(loss_reduction))
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_linear_combined_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head,
-          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
-          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
-          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
-          dnn_dropout=dnn_dropout, input_layer_partitioner=input_layer_partitioner,
-          config=config, batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    model_fn = _dnn_linear_combined_model_fn(
+        lambda: default_heads.classifier_head(
+            n_classes, weight_column, label_vocabulary,
+            estimator_rules.head_loss_reduction(loss_reduction)),
+        linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+        dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner,
+        v1=True, input_layer_partitioner=input_layer_partitioner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -591,7 +601,7 @@ class DNNLinearCombinedRegressorV1(Estimator):
                label_dimension: int = 1, weight_column: Any = None,
                input_layer_partitioner: Optional[Callable[..., Any]] = None,
                config: Optional[RunConfig] = None, warm_start_from: WarmStart = None,
-               loss_reduction: str = _V1_SUM, batch_norm: bool = False,
+               loss_reduction: str = V1_SUM, batch_norm: bool = False,
                linear_sparse_combiner: str = "sum") -> None:
     """Creates the regressor.
 
@@ -621,23 +631,13 @@ class DNNLinearCombinedRegressorV1(Estimator):
     Raises:
       ValueError: neither part has feature columns; the head's checks.
     """
-    linear_columns, dnn_columns, hidden_units = _as_tuples(
-        linear_feature_columns, dnn_feature_columns, dnn_hidden_units)
-    validate_feature_columns(linear_columns, dnn_columns)
-    head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                          loss_reduction=linear.head_loss_reduction(loss_reduction))
-
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_linear_combined_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head,
-          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
-          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
-          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
-          dnn_dropout=dnn_dropout, input_layer_partitioner=input_layer_partitioner,
-          config=config, batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
+    model_fn = _dnn_linear_combined_model_fn(
+        lambda: default_heads.regression_head(
+            label_dimension, weight_column, estimator_rules.head_loss_reduction(loss_reduction)),
+        linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+        dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner,
+        v1=True, input_layer_partitioner=input_layer_partitioner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
 
 
@@ -678,30 +678,10 @@ class DNNLinearCombinedEstimatorV1(Estimator):
     Raises:
       ValueError: neither part has feature columns.
     """
-    linear_columns, dnn_columns, hidden_units = _as_tuples(
-        linear_feature_columns, dnn_feature_columns, dnn_hidden_units)
-    validate_feature_columns(linear_columns, dnn_columns)
+    model_fn = _dnn_linear_combined_model_fn(
+        lambda: head, linear_feature_columns, linear_optimizer, dnn_feature_columns,
+        dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm,
+        linear_sparse_combiner,
+        v1=True, input_layer_partitioner=input_layer_partitioner)
+    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
 
-    def _model_fn(features: Dict[str, Any], labels: Any, mode: str,
-                  config: RunConfig) -> EstimatorSpec:
-      return dnn_linear_combined_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head,
-          linear_feature_columns=linear_columns, linear_optimizer=linear_optimizer,
-          dnn_feature_columns=dnn_columns, dnn_optimizer=dnn_optimizer,
-          dnn_hidden_units=hidden_units, dnn_activation_fn=dnn_activation_fn,
-          dnn_dropout=dnn_dropout, input_layer_partitioner=input_layer_partitioner,
-          config=config, batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config)
-
-
-def _as_tuples(linear_feature_columns: Columns, dnn_feature_columns: Columns,
-               dnn_hidden_units: Optional[Iterable[int]]
-               ) -> Tuple[Optional[Tuple[Any, ...]], Optional[Tuple[Any, ...]],
-                          Optional[Tuple[int, ...]]]:
-  # Once, at construction: every mode's graph then sees the same columns and
-  # units, even when they were given as generators.
-  def as_tuple(value: Optional[Iterable[Any]]) -> Optional[Tuple[Any, ...]]:
-    return None if value is None else tuple(value)
-  return (as_tuple(linear_feature_columns), as_tuple(dnn_feature_columns),
-          as_tuple(dnn_hidden_units))

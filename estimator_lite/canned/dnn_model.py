@@ -63,23 +63,6 @@ def check_feature_columns(feature_columns: Sequence[Any]) -> None:
         "columns it reads, e.g. [tf.feature_column.numeric_column('x')].")
 
 
-def check_features(features: Any) -> None:
-  """Checks the features a canned estimator got are a dict.
-
-  Args:
-    features: what the input_fn gave as features.
-
-  Raises:
-    ValueError: they are not (tf.estimator's text, with the fix).
-  """
-  if not isinstance(features, dict):
-    raise ValueError(
-        "features should be a dictionary of `Tensor`s. Given type: "
-        f"{type(features)}. The input_fn of a canned estimator returns "
-        "features as a dict of feature name to Tensor or SparseTensor, e.g. "
-        "({'x': x}, labels).")
-
-
 def add_layer_summary(value: Any, tag: str) -> None:
   """Writes the fraction of zeros and a histogram of a layer's output (tf.estimator's summaries).
 

@@ -22,13 +22,16 @@ Both name the model's variables `linear/linear_model/<column>/weights` and
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import tensorflow as tf
 import tf_keras
 
+from estimator_lite.canned import default_heads
+from estimator_lite.canned import estimator_rules
 from estimator_lite.canned import optimizers
+from estimator_lite.canned.estimator_rules import SUM_OVER_BATCH_SIZE
+from estimator_lite.canned.estimator_rules import V1_SUM
 from estimator_lite.canned.linear_model import LinearModel
 from estimator_lite.canned.linear_model import expand_variables
 from estimator_lite.canned.linear_model import fraction_of_zero
@@ -44,9 +47,6 @@ from estimator_lite._util import tf_internals
 # 25 columns).
 LEARNING_RATE = 0.2
 
-_SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
-_V1_SUM = tf.compat.v1.losses.Reduction.SUM
-
 _V1_COLUMNS_IN_V2_ESTIMATOR = (
     "Received a feature column from TensorFlow v1, but this is a TensorFlow v2 "
     "Estimator. Please either use v2 feature columns (accessible via "
@@ -58,58 +58,16 @@ WarmStartFrom = Union[None, str, WarmStartSettings]
 OptimizerArg = Any
 
 
-def linear_learning_rate(num_linear_feature_columns: int) -> float:
-  """The learning rate of the default (Ftrl) optimizer: min(0.2, 1 / sqrt(number of columns)).
-
-  Args:
-    num_linear_feature_columns: how many feature columns the linear model has.
-
-  Returns:
-    The learning rate.
-  """
-  return min(LEARNING_RATE, 1.0 / math.sqrt(num_linear_feature_columns))
-
-
 def _default_optimizer_v2(feature_columns: Iterable[Any]) -> Any:
   return tf_keras.optimizers.legacy.Ftrl(
-      learning_rate=linear_learning_rate(len(list(feature_columns))))
+      learning_rate=estimator_rules.linear_learning_rate(
+          len(list(feature_columns)), LEARNING_RATE))
 
 
 def _default_optimizer_v1(feature_columns: Iterable[Any]) -> Any:
   return tf.compat.v1.train.FtrlOptimizer(
-      learning_rate=linear_learning_rate(len(list(feature_columns))))
-
-
-def head_loss_reduction(loss_reduction: str) -> str:
-  """The Keras 2 reduction a head gets for a v1 estimator's `tf.compat.v1.losses.Reduction`.
-
-  tf.estimator's v1 estimators took `tf.compat.v1.losses.Reduction` values
-  (SUM, "weighted_sum", by default); the heads take Keras 2's. SUM and
-  SUM_OVER_BATCH_SIZE map to the Keras values of the same meaning; a Keras
-  value passes unchanged.
-
-  Args:
-    loss_reduction: a `tf.compat.v1.losses.Reduction` or
-      `tf_keras.losses.Reduction` value.
-
-  Returns:
-    The `tf_keras.losses.Reduction` value.
-
-  Raises:
-    ValueError: MEAN, SUM_BY_NONZERO_WEIGHTS or NONE, which have no Keras
-      counterpart, or an unknown value.
-  """
-  v1 = tf.compat.v1.losses.Reduction
-  mapped = {v1.SUM: tf_keras.losses.Reduction.SUM,
-            v1.SUM_OVER_BATCH_SIZE: tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE}
-  if loss_reduction in mapped:
-    return mapped[loss_reduction]
-  if loss_reduction in tf_keras.losses.Reduction.all():
-    return loss_reduction
-  raise ValueError(
-      f"Invalid loss_reduction: {loss_reduction}. estimator_lite's v1 canned "
-      "estimators take tf.compat.v1.losses.Reduction.SUM (the default) or "
-      "SUM_OVER_BATCH_SIZE; MEAN and SUM_BY_NONZERO_WEIGHTS are not supported.")
+      learning_rate=estimator_rules.linear_learning_rate(
+          len(list(feature_columns)), LEARNING_RATE))
 
 
 def _summarize(bias: Any, units: int, variables: List[Any]) -> None:
@@ -214,43 +172,12 @@ def linear_logit_fn_builder(units: int, feature_columns: Iterable[Any],
   return linear_logit_fn
 
 
-def count_steps_with_global_step(optimizer: Any) -> None:
-  """Makes a Keras 2 optimizer count its steps with the global step, as tf.estimator 2.15 did.
-
-  Hooks count steps with the global step, and the checkpoint then has no
-  `training/<Optimizer>/iter` variable (as tf.estimator's canned estimators'
-  did not).
-
-  Args:
-    optimizer: a `tf_keras.optimizers.legacy` optimizer of the graph being built.
-
-  Raises:
-    RuntimeError: the optimizer already made its variables in an earlier
-      graph (an instance passed to the constructor trains one `train()` call
-      only): Keras's text, then the fix.
-  """
-  try:
-    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-  except RuntimeError as error:
-    raise RuntimeError(
-        f"{error} An optimizer instance given to a canned estimator serves one "
-        "train() call (each builds a new graph), as with tf.estimator; pass a "
-        "callable that returns a new one instead, e.g. "
-        "optimizer=lambda: tf_keras.optimizers.legacy.Ftrl(0.1).") from error
-
-
-def _check_features(features: Any) -> None:
-  if not isinstance(features, dict):
-    raise ValueError(
-        f"features should be a dictionary of `Tensor`s. Given type: {type(features)}")
-
-
 def _linear_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
                         feature_columns: Tuple[Any, ...], optimizer: OptimizerArg,
                         config: Optional[RunConfig], sparse_combiner: str = "sum") -> EstimatorSpec:
   """The model_fn of the top-level Linear estimators."""
   del config
-  _check_features(features)
+  estimator_rules.check_features(features)
   logits, trainable_variables = build_linear_logits(
       units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner, features=features)
@@ -258,33 +185,10 @@ def _linear_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
   if mode == ModeKeys.TRAIN:
     train_optimizer = optimizers.get_optimizer_instance_v2(
         optimizer or _default_optimizer_v2(feature_columns), learning_rate=LEARNING_RATE)
-    count_steps_with_global_step(train_optimizer)
+    estimator_rules.count_steps_with_global_step(train_optimizer)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, optimizer=train_optimizer,
       trainable_variables=trainable_variables, logits=logits)
-
-
-def v1_train_op_fn(optimizer: Any, name_scope: str) -> Callable[[tf.Tensor], Any]:
-  """A head's `train_op_fn` for a v1 canned estimator: `optimizer.minimize` with the global step.
-
-  The minimize runs under the absolute name scope `name_scope`, where
-  tf.estimator's v1 heads ran it, so that the non-slot variables of a
-  `tf.compat.v1.train` optimizer (Adam's `beta1_power`, `beta2_power`) get
-  2.15's checkpoint names (e.g. `linear/head/beta1_power`).
-
-  Args:
-    optimizer: a `tf.compat.v1.train.Optimizer`.
-    name_scope: the name scope, e.g. "linear/head/" (a trailing '/' makes
-      it absolute).
-
-  Returns:
-    `train_op_fn(loss) -> train op`, which also increments the global step.
-  """
-  def train_op_fn(loss: tf.Tensor) -> Any:
-    with tf.compat.v1.name_scope(name_scope):
-      return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
-
-  return train_op_fn
 
 
 def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
@@ -292,7 +196,7 @@ def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
                         partitioner: Any, config: Optional[RunConfig],
                         sparse_combiner: str = "sum") -> EstimatorSpec:
   """The model_fn of the compat.v1 Linear estimators."""
-  _check_features(features)
+  estimator_rules.check_features(features)
   num_ps_replicas = config.num_ps_replicas if config else 0
   # With no parameter servers the default partitioner makes one part; with
   # some, up to one a server for variables of 64 MiB or more.
@@ -309,22 +213,38 @@ def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
     scope = tf.compat.v1.get_default_graph().get_name_scope()
     return head.create_estimator_spec(
         features=features, mode=mode, labels=labels, logits=logits,
-        train_op_fn=v1_train_op_fn(train_optimizer, f"{scope}/head/"))
+        train_op_fn=estimator_rules.v1_train_op_fn(train_optimizer, f"{scope}/head/"))
 
 
-def _classifier_head(n_classes: int, weight_column: Any, label_vocabulary: Any,
-                     loss_reduction: str) -> Any:
-  from estimator_lite.head import head_utils  # pylint: disable=g-import-not-at-top
-  return head_utils.binary_or_multi_class_head(
-      n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-      loss_reduction=loss_reduction)
+def _linear_model_fn(head: Any, feature_columns: Iterable[Any], optimizer: OptimizerArg,
+                     sparse_combiner: str, v1: bool = False,
+                     partitioner: Any = None) -> Callable[..., EstimatorSpec]:
+  """The model_fn a Linear estimator of this module hands to `Estimator`.
 
+  Args:
+    head: the head turning the logits into the spec.
+    feature_columns: the linear model's feature columns (read once, here).
+    optimizer: the constructor's optimizer argument.
+    sparse_combiner: "sum", "mean" or "sqrtn".
+    v1: whether it is a compat.v1 estimator (v1 optimizer, partitioner).
+    partitioner: the v1 estimator's variable partitioner, or None.
 
-def _regression_head(label_dimension: int, weight_column: Any, loss_reduction: str) -> Any:
-  from estimator_lite.head import regression_head  # pylint: disable=g-import-not-at-top
-  return regression_head.RegressionHead(
-      label_dimension=label_dimension, weight_column=weight_column,
-      loss_reduction=loss_reduction)
+  Returns:
+    `model_fn(features, labels, mode, config) -> EstimatorSpec`.
+  """
+  columns = tuple(feature_columns or [])
+
+  def model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
+    if v1:
+      return _linear_model_fn_v1(
+          features=features, labels=labels, mode=mode, head=head, feature_columns=columns,
+          optimizer=optimizer, partitioner=partitioner, config=config,
+          sparse_combiner=sparse_combiner)
+    return _linear_model_fn_v2(
+        features=features, labels=labels, mode=mode, head=head, feature_columns=columns,
+        optimizer=optimizer, config=config, sparse_combiner=sparse_combiner)
+
+  return model_fn
 
 
 _INPUTS_DOC = """
@@ -362,7 +282,7 @@ class LinearClassifier(Estimator):
                n_classes: int = 2, weight_column: Any = None,
                label_vocabulary: Optional[List[str]] = None, optimizer: OptimizerArg = "Ftrl",
                config: Optional[RunConfig] = None, warm_start_from: WarmStartFrom = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE, sparse_combiner: str = "sum") -> None:
+               loss_reduction: str = SUM_OVER_BATCH_SIZE, sparse_combiner: str = "sum") -> None:
     """Creates the classifier.
 
     Args:
@@ -378,7 +298,7 @@ class LinearClassifier(Estimator):
         labels are ids (or 0/1 floats for two classes).
       optimizer: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD' (learning rate
         0.2), a `tf_keras.optimizers.legacy` optimizer, or a callable returning
-        one; None: Ftrl at `linear_learning_rate(len(feature_columns))`.
+        one; None: Ftrl at min(0.2, 1 / sqrt(len(feature_columns))).
       config: a `RunConfig`.
       warm_start_from: a checkpoint (or its directory) to start the variables
         from, or a `WarmStartSettings`.
@@ -391,17 +311,9 @@ class LinearClassifier(Estimator):
       ValueError: `n_classes` < 2, or an invalid vocabulary or reduction (from
         the head).
     """
-    head = _classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-    feature_columns = tuple(feature_columns or [])
-
-    def _model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-      return _linear_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head,
-          feature_columns=feature_columns, optimizer=optimizer, config=config,
-          sparse_combiner=sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner),
+                     model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearRegressor(Estimator):
@@ -421,7 +333,7 @@ class LinearRegressor(Estimator):
                label_dimension: int = 1, weight_column: Any = None,
                optimizer: OptimizerArg = "Ftrl", config: Optional[RunConfig] = None,
                warm_start_from: WarmStartFrom = None,
-               loss_reduction: str = _SUM_OVER_BATCH_SIZE, sparse_combiner: str = "sum") -> None:
+               loss_reduction: str = SUM_OVER_BATCH_SIZE, sparse_combiner: str = "sum") -> None:
     """Creates the regressor.
 
     Args:
@@ -442,17 +354,9 @@ class LinearRegressor(Estimator):
     Raises:
       ValueError: an invalid `label_dimension` or reduction (from the head).
     """
-    head = _regression_head(label_dimension, weight_column, loss_reduction)
-    feature_columns = tuple(feature_columns or [])
-
-    def _model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-      return _linear_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head,
-          feature_columns=feature_columns, optimizer=optimizer, config=config,
-          sparse_combiner=sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    head = default_heads.regression_head(label_dimension, weight_column, loss_reduction)
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner),
+                     model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearEstimator(Estimator):
@@ -485,16 +389,8 @@ class LinearEstimator(Estimator):
       warm_start_from: a checkpoint (or its directory) or a
         `WarmStartSettings`.
     """
-    feature_columns = tuple(feature_columns or [])
-
-    def _model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-      return _linear_model_fn_v2(
-          features=features, labels=labels, mode=mode, head=head,
-          feature_columns=feature_columns, optimizer=optimizer, config=config,
-          sparse_combiner=sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner),
+                     model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearClassifierV1(Estimator):
@@ -512,7 +408,7 @@ class LinearClassifierV1(Estimator):
                n_classes: int = 2, weight_column: Any = None,
                label_vocabulary: Optional[List[str]] = None, optimizer: OptimizerArg = "Ftrl",
                config: Optional[RunConfig] = None, partitioner: Any = None,
-               warm_start_from: WarmStartFrom = None, loss_reduction: str = _V1_SUM,
+               warm_start_from: WarmStartFrom = None, loss_reduction: str = V1_SUM,
                sparse_combiner: str = "sum") -> None:
     """Creates the classifier.
 
@@ -526,7 +422,7 @@ class LinearClassifierV1(Estimator):
       label_vocabulary: the string labels, in class-id order.
       optimizer: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD' (learning rate
         0.2), a `tf.compat.v1.train.Optimizer`, or a callable returning one;
-        None: `FtrlOptimizer` at `linear_learning_rate(len(feature_columns))`.
+        None: `FtrlOptimizer` at min(0.2, 1 / sqrt(len(feature_columns))).
       config: a `RunConfig`; its parameter servers set the default
         partitioning.
       partitioner: a variable partitioner for the model's variables.
@@ -540,18 +436,11 @@ class LinearClassifierV1(Estimator):
       ValueError: `n_classes` < 2, an invalid vocabulary, or a reduction with
         no Keras counterpart (MEAN, SUM_BY_NONZERO_WEIGHTS).
     """
-    head = _classifier_head(n_classes, weight_column, label_vocabulary,
-                            head_loss_reduction(loss_reduction))
-    feature_columns = tuple(feature_columns or [])
-
-    def _model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-      return _linear_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head,
-          feature_columns=feature_columns, optimizer=optimizer, partitioner=partitioner,
-          config=config, sparse_combiner=sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
+                                         estimator_rules.head_loss_reduction(loss_reduction))
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
+                                               v1=True, partitioner=partitioner),
+                     model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearRegressorV1(Estimator):
@@ -565,7 +454,7 @@ class LinearRegressorV1(Estimator):
                label_dimension: int = 1, weight_column: Any = None,
                optimizer: OptimizerArg = "Ftrl", config: Optional[RunConfig] = None,
                partitioner: Any = None, warm_start_from: WarmStartFrom = None,
-               loss_reduction: str = _V1_SUM, sparse_combiner: str = "sum") -> None:
+               loss_reduction: str = V1_SUM, sparse_combiner: str = "sum") -> None:
     """Creates the regressor.
 
     Args:
@@ -587,17 +476,11 @@ class LinearRegressorV1(Estimator):
     Raises:
       ValueError: an invalid `label_dimension` or reduction.
     """
-    head = _regression_head(label_dimension, weight_column, head_loss_reduction(loss_reduction))
-    feature_columns = tuple(feature_columns or [])
-
-    def _model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-      return _linear_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head,
-          feature_columns=feature_columns, optimizer=optimizer, partitioner=partitioner,
-          config=config, sparse_combiner=sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    head = default_heads.regression_head(label_dimension, weight_column,
+                                         estimator_rules.head_loss_reduction(loss_reduction))
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
+                                               v1=True, partitioner=partitioner),
+                     model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearEstimatorV1(Estimator):
@@ -626,13 +509,6 @@ class LinearEstimatorV1(Estimator):
       warm_start_from: a checkpoint (or its directory) or a
         `WarmStartSettings`.
     """
-    feature_columns = tuple(feature_columns or [])
-
-    def _model_fn(features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-      return _linear_model_fn_v1(
-          features=features, labels=labels, mode=mode, head=head,
-          feature_columns=feature_columns, optimizer=optimizer, partitioner=partitioner,
-          config=config, sparse_combiner=sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
+                                               v1=True, partitioner=partitioner),
+                     model_dir=model_dir, config=config, warm_start_from=warm_start_from)

@@ -1,0 +1,56 @@
+"""The heads the canned Classifier and Regressor estimators build from their arguments.
+
+Every `...Classifier` (Linear, DNN, DNNLinearCombined, Baseline, v2 and
+compat.v1) trains a binary head for two classes and a multi-class head for
+more; every `...Regressor` a mean-squared-error `RegressionHead`. The
+`...Estimator` classes take a head instead.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from estimator_lite.head import base_head
+from estimator_lite.head import head_utils
+from estimator_lite.head.regression_head import RegressionHead
+
+
+def classifier_head(n_classes: int, weight_column: Any,
+                    label_vocabulary: Optional[Sequence[str]],
+                    loss_reduction: str) -> base_head.Head:
+  """The head of a canned classifier.
+
+  Args:
+    n_classes: the number of classes, at least 2.
+    weight_column: the weight feature's name or numeric column, or None.
+    label_vocabulary: the string labels in class-id order, or None.
+    loss_reduction: a `tf_keras.losses.Reduction` other than NONE.
+
+  Returns:
+    A `BinaryClassHead` for 2 classes, else a `MultiClassHead`.
+
+  Raises:
+    ValueError: `n_classes` < 2, an invalid vocabulary or reduction (the
+      head's checks).
+  """
+  return head_utils.binary_or_multi_class_head(
+      n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
+      loss_reduction=loss_reduction)
+
+
+def regression_head(label_dimension: int, weight_column: Any,
+                    loss_reduction: str) -> base_head.Head:
+  """The head of a canned regressor.
+
+  Args:
+    label_dimension: the number of targets an example has.
+    weight_column: the weight feature's name or numeric column, or None.
+    loss_reduction: a `tf_keras.losses.Reduction` other than NONE.
+
+  Returns:
+    A `RegressionHead`.
+
+  Raises:
+    ValueError: an invalid `label_dimension` or reduction (the head's checks).
+  """
+  return RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
+                        loss_reduction=loss_reduction)

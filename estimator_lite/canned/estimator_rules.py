@@ -1,0 +1,149 @@
+"""Rules every canned estimator follows, stated once (tf.estimator 2.15's).
+
+The Linear, DNN, DNNLinearCombined and Baseline estimators check their
+features the same way, reduce their losses with the same defaults, count a
+Keras 2 optimizer's steps with the global step, and (their compat.v1
+variants) train with `optimizer.minimize` in the name scope tf.estimator's v1
+heads used. The linear learning rate rule is shared by the Linear and the
+DNNLinearCombined estimators, with a different cap each.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Optional, Tuple
+
+import tensorflow as tf
+import tf_keras
+
+# The default reductions of the training loss: the v2 estimators average it
+# over the batch, the compat.v1 ones sum it.
+SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
+V1_SUM = tf.compat.v1.losses.Reduction.SUM
+
+
+def check_features(features: Any) -> None:
+  """Checks the features a canned estimator got are a dict.
+
+  Args:
+    features: what the input_fn gave as features.
+
+  Raises:
+    ValueError: they are not (tf.estimator's text, with the fix).
+  """
+  if not isinstance(features, dict):
+    raise ValueError(
+        "features should be a dictionary of `Tensor`s. Given type: "
+        f"{type(features)}. The input_fn of a canned estimator returns "
+        "features as a dict of feature name to Tensor or SparseTensor, e.g. "
+        "({'x': x}, labels).")
+
+
+def tuple_or_none(values: Optional[Iterable[Any]]) -> Optional[Tuple[Any, ...]]:
+  """Freezes a constructor's columns or units once, keeping None as None.
+
+  Every mode's graph then sees the same values, even when they were given as
+  a generator; None stays None so that the model_fn's own checks (and
+  tf.estimator's errors) see it.
+
+  Args:
+    values: an iterable, or None.
+
+  Returns:
+    A tuple of the values, or None.
+  """
+  return None if values is None else tuple(values)
+
+
+def linear_learning_rate(num_linear_feature_columns: int, max_learning_rate: float) -> float:
+  """The learning rate of a linear model's optimizer given by name: min(cap, 1 / sqrt(columns)).
+
+  Args:
+    num_linear_feature_columns: how many feature columns the linear model has.
+    max_learning_rate: the cap (0.2 for the Linear estimators, 0.005 for
+      the linear part of the DNNLinearCombined ones).
+
+  Returns:
+    The learning rate.
+  """
+  return min(max_learning_rate, 1.0 / math.sqrt(num_linear_feature_columns))
+
+
+def head_loss_reduction(loss_reduction: str) -> str:
+  """The Keras 2 reduction a head gets for a v1 estimator's `tf.compat.v1.losses.Reduction`.
+
+  tf.estimator's v1 estimators took `tf.compat.v1.losses.Reduction` values
+  (SUM, "weighted_sum", by default); the heads take Keras 2's. SUM and
+  SUM_OVER_BATCH_SIZE map to the Keras values of the same meaning; a Keras
+  value passes unchanged.
+
+  Args:
+    loss_reduction: a `tf.compat.v1.losses.Reduction` or
+      `tf_keras.losses.Reduction` value.
+
+  Returns:
+    The `tf_keras.losses.Reduction` value.
+
+  Raises:
+    ValueError: MEAN, SUM_BY_NONZERO_WEIGHTS or NONE, which have no Keras
+      counterpart, or an unknown value.
+  """
+  v1 = tf.compat.v1.losses.Reduction
+  mapped = {v1.SUM: tf_keras.losses.Reduction.SUM,
+            v1.SUM_OVER_BATCH_SIZE: tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE}
+  if loss_reduction in mapped:
+    return mapped[loss_reduction]
+  if loss_reduction in tf_keras.losses.Reduction.all():
+    return loss_reduction
+  raise ValueError(
+      f"Invalid loss_reduction: {loss_reduction}. estimator_lite's v1 canned "
+      "estimators take tf.compat.v1.losses.Reduction.SUM (the default) or "
+      "SUM_OVER_BATCH_SIZE; MEAN and SUM_BY_NONZERO_WEIGHTS are not supported.")
+
+
+def count_steps_with_global_step(optimizer: Any) -> None:
+  """Makes a Keras 2 optimizer count its steps with the global step, as tf.estimator 2.15 did.
+
+  Hooks count steps with the global step, and the checkpoint then has no
+  `training/<Optimizer>/iter` variable (as tf.estimator's canned estimators'
+  did not).
+
+  Args:
+    optimizer: a `tf_keras.optimizers.legacy` optimizer of the graph being built.
+
+  Raises:
+    RuntimeError: the optimizer already made its variables in an earlier
+      graph (an instance passed to the constructor trains one `train()` call
+      only): Keras's text, then the fix.
+  """
+  try:
+    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+  except RuntimeError as error:
+    raise RuntimeError(
+        f"{error} An optimizer instance given to a canned estimator serves one "
+        "train() call: its variables belong to that call's graph, as with "
+        "tf.estimator. Pass a callable that returns a new one instead, e.g. "
+        "optimizer=lambda: tf_keras.optimizers.legacy.Adagrad(0.05); to train "
+        "more than once, always pass a callable.") from error
+
+
+def v1_train_op_fn(optimizer: Any, name_scope: str) -> Callable[[tf.Tensor], Any]:
+  """A head's `train_op_fn` for a v1 canned estimator: `optimizer.minimize` with the global step.
+
+  The minimize runs under the absolute name scope `name_scope`, where
+  tf.estimator's v1 heads ran it, so that the non-slot variables of a
+  `tf.compat.v1.train` optimizer (Adam's `beta1_power`, `beta2_power`) get
+  2.15's checkpoint names (e.g. `linear/head/beta1_power`).
+
+  Args:
+    optimizer: a `tf.compat.v1.train.Optimizer`.
+    name_scope: the name scope, e.g. "linear/head/" (a trailing '/' makes
+      it absolute).
+
+  Returns:
+    `train_op_fn(loss) -> train op`, which also increments the global step.
+  """
+  def train_op_fn(loss: tf.Tensor) -> Any:
+    with tf.compat.v1.name_scope(name_scope):
+      return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+
+  return train_op_fn
