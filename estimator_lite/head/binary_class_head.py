@@ -9,13 +9,13 @@ import tf_keras
 from estimator_lite._util import tf_internals
 from estimator_lite.canned.metric_keys import MetricKeys
 from estimator_lite.canned.prediction_keys import PredictionKeys
-from estimator_lite.estimator_spec import EstimatorSpec
-from estimator_lite.export import export_output
+from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.head import base_head
 from estimator_lite.head import classes as classes_lib
 from estimator_lite.head import labels as labels_lib
-from estimator_lite.head import losses as losses_lib
+from estimator_lite.head import single_head
 from estimator_lite.head import spec_builder
+from estimator_lite.head import threshold_metrics
 from estimator_lite.head import validation
 from estimator_lite.head import weights as weights_lib
 
@@ -24,7 +24,7 @@ _VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.LOGISTIC, PredictionKeys.PR
                PredictionKeys.ALL_CLASSES)
 
 
-class BinaryClassHead(base_head.Head):
+class BinaryClassHead(single_head.SingleHead):
   """A head for binary classification: one logit per example, sigmoid cross-entropy loss.
 
   Logits are `[D0, ... DN, 1]` (usually `[batch_size, 1]`). Labels have the
@@ -80,48 +80,23 @@ class BinaryClassHead(base_head.Head):
       raise ValueError(
           f"label_vocabulary should be a list or a tuple. Given type: {type(label_vocabulary)}. "
           "Pass the class names as a list, e.g. ['no', 'yes'].")
-    self._thresholds = validation.validate_thresholds(
+    thresholds = validation.validate_thresholds(
         thresholds, "thresholds not in (0, 1): {thresholds}.")
     validation.validate_loss_reduction(loss_reduction)
     if loss_fn:
       validation.validate_loss_fn_args(loss_fn)
-    self._weight_column = weight_column
+    super().__init__(logits_dimension=1, weight_column=weight_column,
+                     loss_reduction=loss_reduction, loss_fn=loss_fn, name=name)
     self._label_vocabulary = label_vocabulary
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
-    self._name = name
-
-    def key(metric_key: str) -> str:
-      return base_head.summary_key(name, metric_key)
-
-    self._loss_mean_key = key(MetricKeys.LOSS_MEAN)
-    self._accuracy_key = key(MetricKeys.ACCURACY)
-    self._precision_key = key(MetricKeys.PRECISION)
-    self._recall_key = key(MetricKeys.RECALL)
-    self._prediction_mean_key = key(MetricKeys.PREDICTION_MEAN)
-    self._label_mean_key = key(MetricKeys.LABEL_MEAN)
-    self._accuracy_baseline_key = key(MetricKeys.ACCURACY_BASELINE)
-    self._auc_key = key(MetricKeys.AUC)
-    self._auc_pr_key = key(MetricKeys.AUC_PR)
-    self._loss_regularization_key = key(MetricKeys.LOSS_REGULARIZATION)
-    self._accuracy_keys = tuple(key(MetricKeys.ACCURACY_AT_THRESHOLD % t) for t in self._thresholds)
-    self._precision_keys = tuple(key(MetricKeys.PRECISION_AT_THRESHOLD % t) for t in self._thresholds)
-    self._recall_keys = tuple(key(MetricKeys.RECALL_AT_THRESHOLD % t) for t in self._thresholds)
-
-  @property
-  def name(self) -> Optional[str]:
-    """See `Head`."""
-    return self._name
-
-  @property
-  def logits_dimension(self) -> int:
-    """See `Head`: always 1."""
-    return 1
-
-  @property
-  def loss_reduction(self) -> str:
-    """See `Head`."""
-    return self._loss_reduction
+    self._accuracy_key = self._summary_key(MetricKeys.ACCURACY)
+    self._precision_key = self._summary_key(MetricKeys.PRECISION)
+    self._recall_key = self._summary_key(MetricKeys.RECALL)
+    self._prediction_mean_key = self._summary_key(MetricKeys.PREDICTION_MEAN)
+    self._label_mean_key = self._summary_key(MetricKeys.LABEL_MEAN)
+    self._accuracy_baseline_key = self._summary_key(MetricKeys.ACCURACY_BASELINE)
+    self._auc_key = self._summary_key(MetricKeys.AUC)
+    self._auc_pr_key = self._summary_key(MetricKeys.AUC_PR)
+    self._threshold_metrics = threshold_metrics.ThresholdMetrics(name, thresholds)
 
   def _processed_labels(self, logits: Any, labels: Any) -> Any:
     """Labels as float32 0/1 of logits' shape, checked to be in [0, 1]."""
@@ -132,40 +107,13 @@ class BinaryClassHead(base_head.Head):
     labels = tf.cast(labels, dtype=tf.float32)
     return labels_lib.check_label_range(labels, n_classes=2)
 
-  def _unweighted_loss_and_weights(self, logits: Any, labels: Any, features: base_head.Features) -> Any:
-    if self._loss_fn:
-      unweighted_loss = losses_lib.call_loss_fn(
-          loss_fn=self._loss_fn, labels=labels, logits=logits, features=features,
-          expected_loss_dim=1)
-    else:
-      unweighted_loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-    weights = weights_lib.get_weights_and_check_match_logits(
-        features=features, weight_column=self._weight_column, logits=logits)
-    return unweighted_loss, weights
+  def _default_unweighted_loss(self, logits: Any, labels: Any) -> Any:
+    return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
-  def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
-           mode: Optional[str] = None,
-           regularization_losses: base_head.RegularizationLosses = None) -> Any:
-    """Builds the regularized training loss; see `Head.loss`.
-
-    Args:
-      labels: `[D0, ... DN, 1]` or `[D0, ... DN]` labels.
-      logits: `[D0, ... DN, 1]` logits.
-      features: the features dict (for the weights).
-      mode: unused.
-      regularization_losses: scalar losses added after the reduction.
-
-    Returns:
-      A scalar `Tensor`.
-    """
-    del mode  # the loss is the same in every mode
-    with tf.compat.v1.name_scope(
-        "losses", values=(logits, labels, regularization_losses, features)):
-      logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-      labels = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-      return losses_lib.weighted_training_loss(
-          unweighted_loss, weights, self._loss_reduction, regularization_losses)
+  def _export_outputs(self, predictions: Dict[str, Any]) -> Dict[str, ExportOutput]:
+    return spec_builder.classification_export_outputs(
+        predictions, n_classes=2, label_vocabulary=self._label_vocabulary,
+        regression_key=PredictionKeys.LOGISTIC)
 
   def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
     """Builds the predictions named by `keys`; see `Head.predictions`.
@@ -182,10 +130,7 @@ class BinaryClassHead(base_head.Head):
     Raises:
       ValueError: a key this head does not make.
     """
-    if keys:
-      validation.check_prediction_keys(keys, _VALID_KEYS)
-    else:
-      keys = _VALID_KEYS
+    keys = validation.prediction_keys_or_all(keys, _VALID_KEYS)
     logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
     predictions: Dict[Any, Any] = {}
     with tf.compat.v1.name_scope("predictions", values=(logits,)):
@@ -199,22 +144,8 @@ class BinaryClassHead(base_head.Head):
       if PredictionKeys.PROBABILITIES in keys:
         predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
             two_class_logits, name=PredictionKeys.PROBABILITIES)
-      if PredictionKeys.CLASS_IDS in keys or PredictionKeys.CLASSES in keys:
-        class_ids = tf.expand_dims(
-            tf.math.argmax(two_class_logits, axis=-1, name=PredictionKeys.CLASS_IDS), axis=-1)
-        if PredictionKeys.CLASS_IDS in keys:
-          predictions[PredictionKeys.CLASS_IDS] = class_ids
-        if PredictionKeys.CLASSES in keys:
-          if self._label_vocabulary is not None:
-            classes = classes_lib.class_string_table(self._label_vocabulary).lookup(class_ids)
-          else:
-            classes = tf.strings.as_string(class_ids, name="str_classes")
-          predictions[PredictionKeys.CLASSES] = classes
-      if PredictionKeys.ALL_CLASS_IDS in keys:
-        predictions[PredictionKeys.ALL_CLASS_IDS] = classes_lib.all_class_ids(logits, n_classes=2)
-      if PredictionKeys.ALL_CLASSES in keys:
-        predictions[PredictionKeys.ALL_CLASSES] = classes_lib.all_classes(
-            logits, n_classes=2, label_vocabulary=self._label_vocabulary)
+      classes_lib.add_class_predictions(predictions, keys, two_class_logits, n_classes=2,
+                                        label_vocabulary=self._label_vocabulary)
       return predictions
 
   def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
@@ -241,16 +172,8 @@ class BinaryClassHead(base_head.Head):
       }
       eval_metrics[self._accuracy_baseline_key] = AccuracyBaseline(
           eval_metrics[self._label_mean_key], name=MetricKeys.ACCURACY_BASELINE)
-      if regularization_losses is not None:
-        eval_metrics[self._loss_regularization_key] = metrics.Mean(
-            name=MetricKeys.LOSS_REGULARIZATION)
-      for i, threshold in enumerate(self._thresholds):
-        eval_metrics[self._accuracy_keys[i]] = metrics.BinaryAccuracy(
-            name=self._accuracy_keys[i], threshold=threshold)
-        eval_metrics[self._precision_keys[i]] = metrics.Precision(
-            name=self._precision_keys[i], thresholds=threshold)
-        eval_metrics[self._recall_keys[i]] = metrics.Recall(
-            name=self._recall_keys[i], thresholds=threshold)
+      self._add_regularization_metric(eval_metrics, regularization_losses)
+      self._threshold_metrics.add_metrics(eval_metrics)
     return eval_metrics
 
   def _update_auc(self, auc_metric: Any, labels: Any, predictions: Any, weights: Any = None) -> None:
@@ -275,10 +198,8 @@ class BinaryClassHead(base_head.Head):
       `eval_metrics`, updated.
     """
     class_ids = self.predictions(logits)[PredictionKeys.CLASS_IDS]
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    labels = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-    eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
+    logits, labels, weights = self._update_loss_metrics(
+        eval_metrics, features, logits, labels, regularization_losses)
     for key in (self._accuracy_key, self._precision_key, self._recall_key):
       eval_metrics[key].update_state(y_true=labels, y_pred=class_ids, sample_weight=weights)
     logistic = self.predictions(logits, [PredictionKeys.LOGISTIC])[PredictionKeys.LOGISTIC]
@@ -289,58 +210,8 @@ class BinaryClassHead(base_head.Head):
     eval_metrics[self._accuracy_baseline_key].update_state()
     self._update_auc(eval_metrics[self._auc_key], labels, logistic, weights)
     self._update_auc(eval_metrics[self._auc_pr_key], labels, logistic, weights)
-    if regularization_losses is not None:
-      eval_metrics[self._loss_regularization_key].update_state(
-          values=tf.math.add_n(list(regularization_losses)))
-    for i in range(len(self._thresholds)):
-      for keys in (self._accuracy_keys, self._precision_keys, self._recall_keys):
-        eval_metrics[keys[i]].update_state(y_true=labels, y_pred=logistic, sample_weight=weights)
+    self._threshold_metrics.update(eval_metrics, labels, logistic, weights)
     return eval_metrics
-
-  def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
-                            labels: Any = None, optimizer: Any = None,
-                            trainable_variables: Optional[Sequence[Any]] = None,
-                            train_op_fn: Optional[Callable[[Any], Any]] = None,
-                            update_ops: Optional[Sequence[Any]] = None,
-                            regularization_losses: base_head.RegularizationLosses = None
-                            ) -> EstimatorSpec:
-    """Builds the `EstimatorSpec` for `mode`; see `Head.create_estimator_spec`.
-
-    Args:
-      features: the features dict.
-      mode: a `ModeKeys` value.
-      logits: `[D0, ... DN, 1]` logits.
-      labels: `[D0, ... DN, 1]` or `[D0, ... DN]` labels (TRAIN and EVAL).
-      optimizer: a Keras 2 optimizer (TRAIN), or None.
-      trainable_variables: the variables `optimizer` trains.
-      train_op_fn: builds the train op from the loss when `optimizer` is None.
-      update_ops: ops run with each training step.
-      regularization_losses: scalar losses added to the loss; they are
-        usually batch means, so keep the default SUM_OVER_BATCH_SIZE
-        reduction with them.
-
-    Returns:
-      An `EstimatorSpec`.
-
-    Raises:
-      ValueError: in TRAIN both or neither of `optimizer` and `train_op_fn`.
-    """
-    def export_outputs(predictions: Dict[str, Any]) -> Dict[str, export_output.ExportOutput]:
-      classifier_output = classes_lib.classification_output(
-          scores=predictions[PredictionKeys.PROBABILITIES], n_classes=2,
-          label_vocabulary=self._label_vocabulary)
-      return {
-          base_head.DEFAULT_SERVING_KEY: classifier_output,
-          base_head.CLASSIFY_SERVING_KEY: classifier_output,
-          base_head.REGRESS_SERVING_KEY: export_output.RegressionOutput(
-              value=predictions[PredictionKeys.LOGISTIC]),
-          base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
-      }
-
-    return spec_builder.single_head_estimator_spec(
-        self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
-        trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses, export_outputs_fn=export_outputs)
 
 
 class AccuracyBaseline(tf_keras.metrics.Metric):

@@ -1,10 +1,11 @@
 """Class ids and class names: vocabulary lookups, all-class tensors and the classification export."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import tensorflow as tf
 
+from estimator_lite.canned.prediction_keys import PredictionKeys
 from estimator_lite.export import export_output
 
 
@@ -74,3 +75,33 @@ def classification_output(scores: Any, n_classes: int,
   """
   return export_output.ClassificationOutput(
       scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
+
+
+def add_class_predictions(predictions: Dict[Any, Any], keys: Sequence[str], class_logits: Any,
+                          n_classes: int, label_vocabulary: Optional[Sequence[str]]) -> None:
+  """Adds the `class_ids`, `classes`, `all_class_ids` and `all_classes` asked for in `keys`.
+
+  Args:
+    predictions: the head's predictions dict, extended in place.
+    keys: the `PredictionKeys` values to build.
+    class_logits: `[D0, ... DN, n_classes]`: one logit per class; the
+      predicted class is its arg max.
+    n_classes: the number of classes.
+    label_vocabulary: the class names, or None for ids as strings.
+  """
+  if PredictionKeys.CLASS_IDS in keys or PredictionKeys.CLASSES in keys:
+    class_ids = tf.expand_dims(
+        tf.math.argmax(class_logits, axis=-1, name=PredictionKeys.CLASS_IDS), axis=-1)
+    if PredictionKeys.CLASS_IDS in keys:
+      predictions[PredictionKeys.CLASS_IDS] = class_ids
+    if PredictionKeys.CLASSES in keys:
+      if label_vocabulary is not None:
+        classes = class_string_table(label_vocabulary).lookup(class_ids)
+      else:
+        classes = tf.strings.as_string(class_ids, name="str_classes")
+      predictions[PredictionKeys.CLASSES] = classes
+  if PredictionKeys.ALL_CLASS_IDS in keys:
+    predictions[PredictionKeys.ALL_CLASS_IDS] = all_class_ids(class_logits, n_classes=n_classes)
+  if PredictionKeys.ALL_CLASSES in keys:
+    predictions[PredictionKeys.ALL_CLASSES] = all_classes(
+        class_logits, n_classes=n_classes, label_vocabulary=label_vocabulary)

@@ -1,12 +1,15 @@
-"""A head's loss: a custom `loss_fn` called and checked, and the weighted, reduced training loss."""
+"""A head's loss: a custom `loss_fn` called and checked, the weighted, reduced training loss, and
+the regularization added to it (and reported as the `regularization_loss` metric)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
+import tf_keras
 
 from estimator_lite._util import fn_args as fn_args_lib
 from estimator_lite._util import tf_internals
+from estimator_lite.canned.metric_keys import MetricKeys
 
 
 def call_loss_fn(loss_fn: Callable[..., Any], labels: Any, logits: Any,
@@ -59,6 +62,45 @@ def weighted_training_loss(unweighted_loss: Any, weights: Any, loss_reduction: s
   """
   training_loss = tf_internals.compute_weighted_loss(
       unweighted_loss, sample_weight=weights, reduction=loss_reduction)
+  return regularized(training_loss, regularization_losses)
+
+
+def regularized(training_loss: Any, regularization_losses: Optional[Sequence[Any]]) -> Any:
+  """`training_loss` plus the sum of `regularization_losses` (itself when there are none).
+
+  Args:
+    training_loss: a scalar loss.
+    regularization_losses: scalar losses, or None.
+
+  Returns:
+    A scalar `Tensor`.
+  """
   if regularization_losses is None:
     return training_loss
   return training_loss + tf.math.add_n(list(regularization_losses))
+
+
+def add_regularization_metric(eval_metrics: Dict[str, Any], key: str,
+                              regularization_losses: Optional[Sequence[Any]]) -> None:
+  """Adds a `regularization_loss` mean metric to `eval_metrics` when there are such losses.
+
+  Args:
+    eval_metrics: a head's metrics dict, extended in place.
+    key: the metric's key (suffixed by the head's name).
+    regularization_losses: scalar losses, or None for no metric.
+  """
+  if regularization_losses is not None:
+    eval_metrics[key] = tf_keras.metrics.Mean(name=MetricKeys.LOSS_REGULARIZATION)
+
+
+def update_regularization_metric(eval_metrics: Dict[str, Any], key: str,
+                                 regularization_losses: Optional[Sequence[Any]]) -> None:
+  """Updates the `regularization_loss` metric with the batch's summed regularization losses.
+
+  Args:
+    eval_metrics: the head's metrics.
+    key: the metric's key (suffixed by the head's name).
+    regularization_losses: scalar losses; None leaves the metrics alone.
+  """
+  if regularization_losses is not None:
+    eval_metrics[key].update_state(values=tf.math.add_n(list(regularization_losses)))

@@ -8,21 +8,19 @@ import tf_keras
 
 from estimator_lite.canned.metric_keys import MetricKeys
 from estimator_lite.canned.prediction_keys import PredictionKeys
-from estimator_lite.estimator_spec import EstimatorSpec
-from estimator_lite.export import export_output
+from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.head import base_head
 from estimator_lite.head import classes as classes_lib
 from estimator_lite.head import labels as labels_lib
-from estimator_lite.head import losses as losses_lib
+from estimator_lite.head import single_head
 from estimator_lite.head import spec_builder
 from estimator_lite.head import validation
-from estimator_lite.head import weights as weights_lib
 
 _VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASS_IDS,
                PredictionKeys.CLASSES, PredictionKeys.ALL_CLASS_IDS, PredictionKeys.ALL_CLASSES)
 
 
-class MultiClassHead(base_head.Head):
+class MultiClassHead(single_head.SingleHead):
   """A head for single-label classification into `n_classes` classes, softmax cross-entropy loss.
 
   Logits are `[D0, ... DN, n_classes]` (usually `[batch_size, n_classes]`).
@@ -87,29 +85,10 @@ class MultiClassHead(base_head.Head):
     if loss_fn:
       validation.validate_loss_fn_args(loss_fn)
     self._n_classes = validation.validate_n_classes(n_classes)
-    self._weight_column = weight_column
+    super().__init__(logits_dimension=self._n_classes, weight_column=weight_column,
+                     loss_reduction=loss_reduction, loss_fn=loss_fn, name=name)
     self._label_vocabulary = label_vocabulary
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
-    self._name = name
-    self._loss_mean_key = base_head.summary_key(name, MetricKeys.LOSS_MEAN)
-    self._accuracy_key = base_head.summary_key(name, MetricKeys.ACCURACY)
-    self._loss_regularization_key = base_head.summary_key(name, MetricKeys.LOSS_REGULARIZATION)
-
-  @property
-  def name(self) -> Optional[str]:
-    """See `Head`."""
-    return self._name
-
-  @property
-  def logits_dimension(self) -> int:
-    """See `Head`: `n_classes`."""
-    return self._n_classes
-
-  @property
-  def loss_reduction(self) -> str:
-    """See `Head`."""
-    return self._loss_reduction
+    self._accuracy_key = self._summary_key(MetricKeys.ACCURACY)
 
   def _processed_labels(self, logits: Any, labels: Any) -> Any:
     """Labels as class ids of logits' batch shape, checked to be in [0, n_classes)."""
@@ -129,47 +108,15 @@ class MultiClassHead(base_head.Head):
       label_ids = classes_lib.class_id_table(self._label_vocabulary).lookup(labels)
     return labels_lib.check_label_range(label_ids, self._n_classes)
 
-  def _unweighted_loss_and_weights(self, logits: Any, label_ids: Any,
-                                   features: base_head.Features) -> Any:
-    if self._loss_fn:
-      unweighted_loss = losses_lib.call_loss_fn(
-          loss_fn=self._loss_fn, labels=label_ids, logits=logits, features=features,
-          expected_loss_dim=1)
-    else:
-      unweighted_loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
-          labels=label_ids, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
-      # Back to [D0, ... DN, 1], the weights' shape.
-      unweighted_loss = tf.expand_dims(unweighted_loss, axis=-1)
-    weights = weights_lib.get_weights_and_check_match_logits(
-        features=features, weight_column=self._weight_column, logits=logits)
-    return unweighted_loss, weights
+  def _default_unweighted_loss(self, logits: Any, labels: Any) -> Any:
+    unweighted_loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
+        labels=labels, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
+    # Back to [D0, ... DN, 1], the weights' shape.
+    return tf.expand_dims(unweighted_loss, axis=-1)
 
-  def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
-           mode: Optional[str] = None,
-           regularization_losses: base_head.RegularizationLosses = None) -> Any:
-    """Builds the regularized training loss; see `Head.loss`.
-
-    Args:
-      labels: `[D0, ... DN, 1]` or `[D0, ... DN]` class ids (or names).
-      logits: `[D0, ... DN, n_classes]` logits.
-      features: the features dict (for the weights).
-      mode: unused.
-      regularization_losses: scalar losses added after the reduction.
-
-    Returns:
-      A scalar `Tensor`.
-
-    Raises:
-      ValueError: labels of the wrong dtype or static shape.
-    """
-    del mode  # the loss is the same in every mode
-    with tf.compat.v1.name_scope(
-        "losses", values=(logits, labels, regularization_losses, features)):
-      logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-      label_ids = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
-      return losses_lib.weighted_training_loss(
-          unweighted_loss, weights, self._loss_reduction, regularization_losses)
+  def _export_outputs(self, predictions: Dict[str, Any]) -> Dict[str, ExportOutput]:
+    return spec_builder.classification_export_outputs(
+        predictions, n_classes=self._n_classes, label_vocabulary=self._label_vocabulary)
 
   def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
     """Builds the predictions named by `keys`; see `Head.predictions`.
@@ -186,10 +133,7 @@ class MultiClassHead(base_head.Head):
     Raises:
       ValueError: a key this head does not make.
     """
-    if keys:
-      validation.check_prediction_keys(keys, _VALID_KEYS)
-    else:
-      keys = _VALID_KEYS
+    keys = validation.prediction_keys_or_all(keys, _VALID_KEYS)
     logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
     predictions: Dict[Any, Any] = {}
     with tf.compat.v1.name_scope("predictions", values=(logits,)):
@@ -198,23 +142,8 @@ class MultiClassHead(base_head.Head):
       if PredictionKeys.PROBABILITIES in keys:
         predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
             logits, name=PredictionKeys.PROBABILITIES)
-      if PredictionKeys.CLASS_IDS in keys or PredictionKeys.CLASSES in keys:
-        class_ids = tf.expand_dims(
-            tf.math.argmax(logits, axis=-1, name=PredictionKeys.CLASS_IDS), axis=-1)
-        if PredictionKeys.CLASS_IDS in keys:
-          predictions[PredictionKeys.CLASS_IDS] = class_ids
-        if PredictionKeys.CLASSES in keys:
-          if self._label_vocabulary:
-            classes = classes_lib.class_string_table(self._label_vocabulary).lookup(class_ids)
-          else:
-            classes = tf.strings.as_string(class_ids, name="str_classes")
-          predictions[PredictionKeys.CLASSES] = classes
-      if PredictionKeys.ALL_CLASS_IDS in keys:
-        predictions[PredictionKeys.ALL_CLASS_IDS] = classes_lib.all_class_ids(
-            logits, n_classes=self._n_classes)
-      if PredictionKeys.ALL_CLASSES in keys:
-        predictions[PredictionKeys.ALL_CLASSES] = classes_lib.all_classes(
-            logits, n_classes=self._n_classes, label_vocabulary=self._label_vocabulary)
+      classes_lib.add_class_predictions(predictions, keys, logits, n_classes=self._n_classes,
+                                        label_vocabulary=self._label_vocabulary)
       return predictions
 
   def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
@@ -229,9 +158,7 @@ class MultiClassHead(base_head.Head):
     with tf.compat.v1.name_scope("metrics", values=(regularization_losses,)):
       eval_metrics: Dict[str, Any] = {
           self._loss_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LOSS_MEAN)}
-      if regularization_losses is not None:
-        eval_metrics[self._loss_regularization_key] = tf_keras.metrics.Mean(
-            name=MetricKeys.LOSS_REGULARIZATION)
+      self._add_regularization_metric(eval_metrics, regularization_losses)
       eval_metrics[self._accuracy_key] = tf_keras.metrics.Accuracy(name=MetricKeys.ACCURACY)
     return eval_metrics
 
@@ -251,56 +178,8 @@ class MultiClassHead(base_head.Head):
       `eval_metrics`, updated.
     """
     class_ids = self.predictions(logits)[PredictionKeys.CLASS_IDS]
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    label_ids = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
-    eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
+    _, label_ids, weights = self._update_loss_metrics(
+        eval_metrics, features, logits, labels, regularization_losses)
     eval_metrics[self._accuracy_key].update_state(
         y_true=label_ids, y_pred=class_ids, sample_weight=weights)
-    if regularization_losses is not None:
-      eval_metrics[self._loss_regularization_key].update_state(
-          values=tf.math.add_n(list(regularization_losses)))
     return eval_metrics
-
-  def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
-                            labels: Any = None, optimizer: Any = None,
-                            trainable_variables: Optional[Sequence[Any]] = None,
-                            train_op_fn: Optional[Callable[[Any], Any]] = None,
-                            update_ops: Optional[Sequence[Any]] = None,
-                            regularization_losses: base_head.RegularizationLosses = None
-                            ) -> EstimatorSpec:
-    """Builds the `EstimatorSpec` for `mode`; see `Head.create_estimator_spec`.
-
-    Args:
-      features: the features dict.
-      mode: a `ModeKeys` value.
-      logits: `[D0, ... DN, n_classes]` logits.
-      labels: `[D0, ... DN, 1]` or `[D0, ... DN]` labels (TRAIN and EVAL).
-      optimizer: a Keras 2 optimizer (TRAIN), or None.
-      trainable_variables: the variables `optimizer` trains.
-      train_op_fn: builds the train op from the loss when `optimizer` is None.
-      update_ops: ops run with each training step.
-      regularization_losses: scalar losses added to the loss; they are
-        usually batch means, so keep the default SUM_OVER_BATCH_SIZE
-        reduction with them.
-
-    Returns:
-      An `EstimatorSpec`.
-
-    Raises:
-      ValueError: in TRAIN both or neither of `optimizer` and `train_op_fn`.
-    """
-    def export_outputs(predictions: Dict[str, Any]) -> Dict[str, export_output.ExportOutput]:
-      classifier_output = classes_lib.classification_output(
-          scores=predictions[PredictionKeys.PROBABILITIES], n_classes=self._n_classes,
-          label_vocabulary=self._label_vocabulary)
-      return {
-          base_head.DEFAULT_SERVING_KEY: classifier_output,
-          base_head.CLASSIFY_SERVING_KEY: classifier_output,
-          base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
-      }
-
-    return spec_builder.single_head_estimator_spec(
-        self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
-        trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses, export_outputs_fn=export_outputs)

@@ -10,6 +10,7 @@ from estimator_lite.canned.metric_keys import MetricKeys
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.export import export_output
 from estimator_lite.head import base_head
+from estimator_lite.head import losses as losses_lib
 from estimator_lite.head import train_op as train_op_lib
 from estimator_lite.mode_keys import ModeKeys
 
@@ -196,10 +197,7 @@ class MultiHead(base_head.Head):
       if self._head_weights:
         training_losses = [tf.math.multiply(loss, weight)
                            for loss, weight in zip(training_losses, self._head_weights)]
-      merged_training_loss = tf.math.add_n(training_losses)
-      if regularization_losses is None:
-        return merged_training_loss
-      return merged_training_loss + tf.math.add_n(list(regularization_losses))
+      return losses_lib.regularized(tf.math.add_n(training_losses), regularization_losses)
 
   def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
     """Builds every head's predictions; see `Head.predictions`.
@@ -231,9 +229,8 @@ class MultiHead(base_head.Head):
       A dict of metric key to Keras 2 metric object.
     """
     eval_metrics: Dict[str, Any] = {}
-    if regularization_losses is not None:
-      eval_metrics[self._loss_regularization_key] = tf_keras.metrics.Mean(
-          name=MetricKeys.LOSS_REGULARIZATION)
+    losses_lib.add_regularization_metric(
+        eval_metrics, self._loss_regularization_key, regularization_losses)
     with tf.compat.v1.name_scope("merge_eval"):
       for loss_key in self._loss_keys:
         eval_metrics[loss_key] = tf_keras.metrics.Mean(name=loss_key)
@@ -255,9 +252,8 @@ class MultiHead(base_head.Head):
       `eval_metrics`, updated, with each head's metrics added.
     """
     logits_dict = self._check_logits_and_labels(logits, labels)
-    if regularization_losses is not None:
-      eval_metrics[self._loss_regularization_key].update_state(
-          values=tf.math.add_n(list(regularization_losses)))
+    losses_lib.update_regularization_metric(
+        eval_metrics, self._loss_regularization_key, regularization_losses)
     for i, head in enumerate(self._heads):
       head_logits = logits_dict[str(head.name)]
       head_labels = labels[head.name]

@@ -9,20 +9,20 @@ import tf_keras
 
 from estimator_lite.canned.metric_keys import MetricKeys
 from estimator_lite.canned.prediction_keys import PredictionKeys
-from estimator_lite.estimator_spec import EstimatorSpec
-from estimator_lite.export import export_output
+from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.head import base_head
 from estimator_lite.head import classes as classes_lib
 from estimator_lite.head import labels as labels_lib
-from estimator_lite.head import losses as losses_lib
+from estimator_lite.head import single_head
 from estimator_lite.head import spec_builder
+from estimator_lite.head import threshold_metrics
 from estimator_lite.head import validation
 from estimator_lite.head import weights as weights_lib
 
 _VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASSES)
 
 
-class MultiLabelHead(base_head.Head):
+class MultiLabelHead(single_head.SingleHead):
   """A head for multi-label classification: each example may be in several of `n_classes` classes.
 
   Logits are `[D0, ... DN, n_classes]`. Labels are either a multi-hot integer
@@ -81,7 +81,7 @@ class MultiLabelHead(base_head.Head):
       raise ValueError(
           f"n_classes must be > 1 for multi-label classification. Given: {n_classes}. "
           "For a single class use BinaryClassHead.")
-    self._thresholds = validation.validate_thresholds(
+    thresholds = validation.validate_thresholds(
         thresholds, "thresholds must be in (0, 1) range. Given: {threshold}")
     if label_vocabulary is not None:
       if not isinstance(label_vocabulary, (list, tuple)):
@@ -98,51 +98,26 @@ class MultiLabelHead(base_head.Head):
     self._classes_for_class_based_metrics = _class_ids_for_metrics(
         classes_for_class_based_metrics, n_classes, label_vocabulary)
     self._n_classes = n_classes
-    self._weight_column = weight_column
+    super().__init__(logits_dimension=n_classes, weight_column=weight_column,
+                     loss_reduction=loss_reduction, loss_fn=loss_fn, name=name)
     self._label_vocabulary = label_vocabulary
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
-    self._name = name
-
-    def key(metric_key: str) -> str:
-      return base_head.summary_key(name, metric_key)
-
-    self._loss_mean_key = key(MetricKeys.LOSS_MEAN)
-    self._auc_key = key(MetricKeys.AUC)
-    self._auc_pr_key = key(MetricKeys.AUC_PR)
-    self._loss_regularization_key = key(MetricKeys.LOSS_REGULARIZATION)
-    self._accuracy_keys = tuple(key(MetricKeys.ACCURACY_AT_THRESHOLD % t) for t in self._thresholds)
-    self._precision_keys = tuple(key(MetricKeys.PRECISION_AT_THRESHOLD % t) for t in self._thresholds)
-    self._recall_keys = tuple(key(MetricKeys.RECALL_AT_THRESHOLD % t) for t in self._thresholds)
+    self._auc_key = self._summary_key(MetricKeys.AUC)
+    self._auc_pr_key = self._summary_key(MetricKeys.AUC_PR)
+    self._threshold_metrics = threshold_metrics.ThresholdMetrics(name, thresholds)
     prob_keys, auc_keys, auc_pr_keys = [], [], []
     for class_id in self._classes_for_class_based_metrics:
       if label_vocabulary is None:
-        prob_keys.append(key(MetricKeys.PROBABILITY_MEAN_AT_CLASS % class_id))
-        auc_keys.append(key(MetricKeys.AUC_AT_CLASS % class_id))
-        auc_pr_keys.append(key(MetricKeys.AUC_PR_AT_CLASS % class_id))
+        prob_keys.append(self._summary_key(MetricKeys.PROBABILITY_MEAN_AT_CLASS % class_id))
+        auc_keys.append(self._summary_key(MetricKeys.AUC_AT_CLASS % class_id))
+        auc_pr_keys.append(self._summary_key(MetricKeys.AUC_PR_AT_CLASS % class_id))
       else:
         class_name = label_vocabulary[class_id]
-        prob_keys.append(key(MetricKeys.PROBABILITY_MEAN_AT_NAME % class_name))
-        auc_keys.append(key(MetricKeys.AUC_AT_NAME % class_name))
-        auc_pr_keys.append(key(MetricKeys.AUC_PR_AT_NAME % class_name))
+        prob_keys.append(self._summary_key(MetricKeys.PROBABILITY_MEAN_AT_NAME % class_name))
+        auc_keys.append(self._summary_key(MetricKeys.AUC_AT_NAME % class_name))
+        auc_pr_keys.append(self._summary_key(MetricKeys.AUC_PR_AT_NAME % class_name))
     self._prob_keys = tuple(prob_keys)
     self._auc_keys = tuple(auc_keys)
     self._auc_pr_keys = tuple(auc_pr_keys)
-
-  @property
-  def name(self) -> Optional[str]:
-    """See `Head`."""
-    return self._name
-
-  @property
-  def logits_dimension(self) -> int:
-    """See `Head`: `n_classes`."""
-    return self._n_classes
-
-  @property
-  def loss_reduction(self) -> str:
-    """See `Head`."""
-    return self._loss_reduction
 
   def _processed_labels(self, logits: Any, labels: Any) -> Any:
     """Labels as a multi-hot int64 `[D0, ... DN, n_classes]` tensor."""
@@ -174,47 +149,15 @@ class MultiLabelHead(base_head.Head):
     return labels_lib.check_dense_labels_match_logits_and_reshape(
         labels=processed_labels, logits=logits, expected_labels_dimension=self.logits_dimension)
 
-  def _unweighted_loss_and_weights(self, logits: Any, processed_labels: Any,
-                                   features: base_head.Features) -> Any:
-    if self._loss_fn:
-      unweighted_loss = losses_lib.call_loss_fn(
-          loss_fn=self._loss_fn, labels=processed_labels, logits=logits, features=features,
-          expected_loss_dim=1)
-    else:
-      unweighted_loss = tf.compat.v1.losses.sigmoid_cross_entropy(
-          multi_class_labels=processed_labels, logits=logits,
-          reduction=tf.compat.v1.losses.Reduction.NONE)
-      # One loss per example: the mean over its classes.
-      unweighted_loss = tf.reduce_mean(unweighted_loss, axis=-1, keepdims=True)
-    weights = weights_lib.get_weights_and_check_match_logits(
-        features=features, weight_column=self._weight_column, logits=logits)
-    return unweighted_loss, weights
+  def _default_unweighted_loss(self, logits: Any, labels: Any) -> Any:
+    unweighted_loss = tf.compat.v1.losses.sigmoid_cross_entropy(
+        multi_class_labels=labels, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
+    # One loss per example: the mean over its classes.
+    return tf.reduce_mean(unweighted_loss, axis=-1, keepdims=True)
 
-  def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
-           mode: Optional[str] = None,
-           regularization_losses: base_head.RegularizationLosses = None) -> Any:
-    """Builds the regularized training loss; see `Head.loss`.
-
-    Args:
-      labels: multi-hot `[D0, ... DN, n_classes]` labels or a `SparseTensor`
-        of class ids (names with `label_vocabulary`).
-      logits: `[D0, ... DN, n_classes]` logits.
-      features: the features dict (for the weights).
-      mode: unused.
-      regularization_losses: scalar losses added after the reduction.
-
-    Returns:
-      A scalar `Tensor`.
-    """
-    del mode  # the loss is the same in every mode
-    with tf.compat.v1.name_scope(
-        "losses", values=(logits, labels, regularization_losses, features)):
-      logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-      processed_labels = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(
-          logits, processed_labels, features)
-      return losses_lib.weighted_training_loss(
-          unweighted_loss, weights, self._loss_reduction, regularization_losses)
+  def _export_outputs(self, predictions: Dict[str, Any]) -> Dict[str, ExportOutput]:
+    return spec_builder.classification_export_outputs(
+        predictions, n_classes=self._n_classes, label_vocabulary=self._label_vocabulary)
 
   def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
     """Builds the predictions named by `keys`; see `Head.predictions`.
@@ -230,10 +173,7 @@ class MultiLabelHead(base_head.Head):
     Raises:
       ValueError: a key this head does not make.
     """
-    if keys:
-      validation.check_prediction_keys(keys, _VALID_KEYS)
-    else:
-      keys = _VALID_KEYS
+    keys = validation.prediction_keys_or_all(keys, _VALID_KEYS)
     logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
     predictions: Dict[Any, Any] = {}
     with tf.compat.v1.name_scope("predictions", values=(logits,)):
@@ -263,16 +203,8 @@ class MultiLabelHead(base_head.Head):
           self._auc_key: metrics.AUC(name=MetricKeys.AUC),
           self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
       }
-      if regularization_losses is not None:
-        eval_metrics[self._loss_regularization_key] = metrics.Mean(
-            name=MetricKeys.LOSS_REGULARIZATION)
-      for i, threshold in enumerate(self._thresholds):
-        eval_metrics[self._accuracy_keys[i]] = metrics.BinaryAccuracy(
-            name=self._accuracy_keys[i], threshold=threshold)
-        eval_metrics[self._precision_keys[i]] = metrics.Precision(
-            name=self._precision_keys[i], thresholds=threshold)
-        eval_metrics[self._recall_keys[i]] = metrics.Recall(
-            name=self._recall_keys[i], thresholds=threshold)
+      self._add_regularization_metric(eval_metrics, regularization_losses)
+      self._threshold_metrics.add_metrics(eval_metrics)
       for i in range(len(self._classes_for_class_based_metrics)):
         eval_metrics[self._prob_keys[i]] = metrics.Mean(name=self._prob_keys[i])
         eval_metrics[self._auc_keys[i]] = metrics.AUC(name=self._auc_keys[i])
@@ -294,22 +226,14 @@ class MultiLabelHead(base_head.Head):
     Returns:
       `eval_metrics`, updated.
     """
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    processed_labels = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(logits, processed_labels, features)
+    logits, processed_labels, weights = self._update_loss_metrics(
+        eval_metrics, features, logits, labels, regularization_losses)
     probabilities = self.predictions(
         logits, [PredictionKeys.PROBABILITIES])[PredictionKeys.PROBABILITIES]
-    eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
     for key in (self._auc_key, self._auc_pr_key):
       eval_metrics[key].update_state(
           y_true=processed_labels, y_pred=probabilities, sample_weight=weights)
-    if regularization_losses is not None:
-      eval_metrics[self._loss_regularization_key].update_state(
-          values=tf.math.add_n(list(regularization_losses)))
-    for i in range(len(self._thresholds)):
-      for keys in (self._accuracy_keys, self._precision_keys, self._recall_keys):
-        eval_metrics[keys[i]].update_state(
-            y_true=processed_labels, y_pred=probabilities, sample_weight=weights)
+    self._threshold_metrics.update(eval_metrics, processed_labels, probabilities, weights)
     for i, class_id in enumerate(self._classes_for_class_based_metrics):
       # The class's column, keeping the batch dimensions: [D0, ... DN, 1].
       batch_rank = tf.rank(probabilities) - 1
@@ -323,49 +247,6 @@ class MultiLabelHead(base_head.Head):
         eval_metrics[key].update_state(
             y_true=class_labels, y_pred=class_probabilities, sample_weight=weights)
     return eval_metrics
-
-  def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
-                            labels: Any = None, optimizer: Any = None,
-                            trainable_variables: Optional[Sequence[Any]] = None,
-                            train_op_fn: Optional[Callable[[Any], Any]] = None,
-                            update_ops: Optional[Sequence[Any]] = None,
-                            regularization_losses: base_head.RegularizationLosses = None
-                            ) -> EstimatorSpec:
-    """Builds the `EstimatorSpec` for `mode`; see `Head.create_estimator_spec`.
-
-    Args:
-      features: the features dict.
-      mode: a `ModeKeys` value.
-      logits: `[D0, ... DN, n_classes]` logits.
-      labels: multi-hot labels or a `SparseTensor` of classes (TRAIN and EVAL).
-      optimizer: a Keras 2 optimizer (TRAIN), or None.
-      trainable_variables: the variables `optimizer` trains.
-      train_op_fn: builds the train op from the loss when `optimizer` is None.
-      update_ops: ops run with each training step.
-      regularization_losses: scalar losses added to the loss; they are
-        usually batch means, so keep the default SUM_OVER_BATCH_SIZE
-        reduction with them.
-
-    Returns:
-      An `EstimatorSpec`.
-
-    Raises:
-      ValueError: in TRAIN both or neither of `optimizer` and `train_op_fn`.
-    """
-    def export_outputs(predictions: Dict[str, Any]) -> Dict[str, export_output.ExportOutput]:
-      classifier_output = classes_lib.classification_output(
-          scores=predictions[PredictionKeys.PROBABILITIES], n_classes=self._n_classes,
-          label_vocabulary=self._label_vocabulary)
-      return {
-          base_head.DEFAULT_SERVING_KEY: classifier_output,
-          base_head.CLASSIFY_SERVING_KEY: classifier_output,
-          base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
-      }
-
-    return spec_builder.single_head_estimator_spec(
-        self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
-        trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses, export_outputs_fn=export_outputs)
 
 
 def _class_ids_for_metrics(classes: Optional[Sequence[Union[int, str]]], n_classes: int,

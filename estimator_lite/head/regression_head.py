@@ -2,24 +2,23 @@
 LogisticRegressionHead (tf.estimator 2.15's)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional
 
 import tensorflow as tf
 import tf_keras
 
 from estimator_lite.canned.metric_keys import MetricKeys
 from estimator_lite.canned.prediction_keys import PredictionKeys
-from estimator_lite.estimator_spec import EstimatorSpec
-from estimator_lite.export import export_output
+from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.head import base_head
 from estimator_lite.head import labels as labels_lib
-from estimator_lite.head import losses as losses_lib
+from estimator_lite.head import single_head
 from estimator_lite.head import spec_builder
 from estimator_lite.head import validation
 from estimator_lite.head import weights as weights_lib
 
 
-class RegressionHead(base_head.Head):
+class RegressionHead(single_head.SingleHead):
   """A head for regression of `label_dimension` real values, mean squared error loss.
 
   Logits and labels are `[D0, ... DN, label_dimension]` (labels may lack the
@@ -76,74 +75,24 @@ class RegressionHead(base_head.Head):
     validation.validate_loss_reduction(loss_reduction)
     if loss_fn:
       validation.validate_loss_fn_args(loss_fn)
-    self._logits_dimension = label_dimension
-    self._weight_column = weight_column
-    self._loss_reduction = loss_reduction
-    self._loss_fn = loss_fn
+    super().__init__(logits_dimension=label_dimension, weight_column=weight_column,
+                     loss_reduction=loss_reduction, loss_fn=loss_fn, name=name,
+                     expected_loss_dim=label_dimension, allow_per_logit_weights=True)
     self._inverse_link_fn = inverse_link_fn
-    self._name = name
-    self._loss_mean_key = base_head.summary_key(name, MetricKeys.LOSS_MEAN)
-    self._prediction_mean_key = base_head.summary_key(name, MetricKeys.PREDICTION_MEAN)
-    self._label_mean_key = base_head.summary_key(name, MetricKeys.LABEL_MEAN)
-    self._loss_regularization_key = base_head.summary_key(name, MetricKeys.LOSS_REGULARIZATION)
-
-  @property
-  def name(self) -> Optional[str]:
-    """See `Head`."""
-    return self._name
-
-  @property
-  def logits_dimension(self) -> int:
-    """See `Head`: `label_dimension`."""
-    return self._logits_dimension
-
-  @property
-  def loss_reduction(self) -> str:
-    """See `Head`."""
-    return self._loss_reduction
+    self._prediction_mean_key = self._summary_key(MetricKeys.PREDICTION_MEAN)
+    self._label_mean_key = self._summary_key(MetricKeys.LABEL_MEAN)
 
   def _processed_labels(self, logits: Any, labels: Any) -> Any:
     labels = labels_lib.check_dense_labels_match_logits_and_reshape(
         labels=labels, logits=logits, expected_labels_dimension=self._logits_dimension)
     return tf.cast(labels, dtype=tf.float32)
 
-  def _unweighted_loss_and_weights(self, logits: Any, labels: Any,
-                                   features: base_head.Features) -> Any:
-    if self._loss_fn:
-      unweighted_loss = losses_lib.call_loss_fn(
-          loss_fn=self._loss_fn, labels=labels, logits=logits, features=features,
-          expected_loss_dim=self._logits_dimension)
-    else:
-      unweighted_loss = tf.compat.v1.losses.mean_squared_error(
-          labels=labels, predictions=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
-    weights = weights_lib.get_weights_and_check_match_logits(
-        features=features, weight_column=self._weight_column, logits=logits,
-        allow_per_logit_weights=True)
-    return unweighted_loss, weights
+  def _default_unweighted_loss(self, logits: Any, labels: Any) -> Any:
+    return tf.compat.v1.losses.mean_squared_error(
+        labels=labels, predictions=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
 
-  def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
-           mode: Optional[str] = None,
-           regularization_losses: base_head.RegularizationLosses = None) -> Any:
-    """Builds the regularized training loss; see `Head.loss`.
-
-    Args:
-      labels: `[D0, ... DN, label_dimension]` labels.
-      logits: `[D0, ... DN, label_dimension]` logits.
-      features: the features dict (for the weights).
-      mode: unused.
-      regularization_losses: scalar losses added after the reduction.
-
-    Returns:
-      A scalar `Tensor`.
-    """
-    del mode  # the loss is the same in every mode
-    with tf.compat.v1.name_scope(
-        "losses", values=(logits, labels, regularization_losses, features)):
-      logits = labels_lib.check_logits_final_dim(logits, self._logits_dimension)
-      labels = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-      return losses_lib.weighted_training_loss(
-          unweighted_loss, weights, self._loss_reduction, regularization_losses)
+  def _export_outputs(self, predictions: Dict[str, Any]) -> Dict[str, ExportOutput]:
+    return spec_builder.regression_export_outputs(predictions)
 
   def predictions(self, logits: Any) -> Dict[Any, Any]:  # type: ignore[override]
     """Builds the predictions; see `Head.predictions` (this head takes no `keys`).
@@ -177,9 +126,7 @@ class RegressionHead(base_head.Head):
           self._prediction_mean_key: tf_keras.metrics.Mean(name=MetricKeys.PREDICTION_MEAN),
           self._label_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LABEL_MEAN),
       }
-      if regularization_losses is not None:
-        eval_metrics[self._loss_regularization_key] = tf_keras.metrics.Mean(
-            name=MetricKeys.LOSS_REGULARIZATION)
+      self._add_regularization_metric(eval_metrics, regularization_losses)
     return eval_metrics
 
   def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
@@ -198,61 +145,13 @@ class RegressionHead(base_head.Head):
       `eval_metrics`, updated.
     """
     predicted_value = self.predictions(logits)[PredictionKeys.PREDICTIONS]
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    processed_labels = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
-        logits, processed_labels, features)
-    eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
+    _, _, weights = self._update_loss_metrics(
+        eval_metrics, features, logits, labels, regularization_losses)
     # The raw labels, as tf.estimator 2.15 averaged them.
     eval_metrics[self._label_mean_key].update_state(values=labels, sample_weight=weights)
     weights_lib.update_metric_with_broadcast_weights(
         eval_metrics[self._prediction_mean_key], predicted_value, weights)
-    if regularization_losses is not None:
-      eval_metrics[self._loss_regularization_key].update_state(
-          values=tf.math.add_n(list(regularization_losses)))
     return eval_metrics
-
-  def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
-                            labels: Any = None, optimizer: Any = None,
-                            trainable_variables: Optional[Sequence[Any]] = None,
-                            train_op_fn: Optional[Callable[[Any], Any]] = None,
-                            update_ops: Optional[Sequence[Any]] = None,
-                            regularization_losses: base_head.RegularizationLosses = None
-                            ) -> EstimatorSpec:
-    """Builds the `EstimatorSpec` for `mode`; see `Head.create_estimator_spec`.
-
-    Args:
-      features: the features dict.
-      mode: a `ModeKeys` value.
-      logits: `[D0, ... DN, label_dimension]` logits.
-      labels: labels of logits' shape (TRAIN and EVAL).
-      optimizer: a Keras 2 optimizer (TRAIN), or None.
-      trainable_variables: the variables `optimizer` trains.
-      train_op_fn: builds the train op from the loss when `optimizer` is None.
-      update_ops: ops run with each training step.
-      regularization_losses: scalar losses added to the loss; they are
-        usually batch means, so keep the default SUM_OVER_BATCH_SIZE
-        reduction with them.
-
-    Returns:
-      An `EstimatorSpec`.
-
-    Raises:
-      ValueError: in TRAIN both or neither of `optimizer` and `train_op_fn`.
-    """
-    def export_outputs(predictions: Dict[str, Any]) -> Dict[str, export_output.ExportOutput]:
-      regression_output = export_output.RegressionOutput(
-          value=predictions[PredictionKeys.PREDICTIONS])
-      return {
-          base_head.DEFAULT_SERVING_KEY: regression_output,
-          base_head.REGRESS_SERVING_KEY: regression_output,
-          base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
-      }
-
-    return spec_builder.single_head_estimator_spec(
-        self, features=features, mode=mode, logits=logits, labels=labels, optimizer=optimizer,
-        trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses, export_outputs_fn=export_outputs)
 
 
 class PoissonRegressionHead(RegressionHead):

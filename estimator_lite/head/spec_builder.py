@@ -5,9 +5,12 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
+from estimator_lite.canned.prediction_keys import PredictionKeys
 from estimator_lite.estimator_spec import EstimatorSpec
+from estimator_lite.export import export_output
 from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.head import base_head
+from estimator_lite.head import classes as classes_lib
 from estimator_lite.head import train_op as train_op_lib
 from estimator_lite.mode_keys import ModeKeys
 
@@ -74,3 +77,50 @@ def single_head_estimator_spec(
       summary_key_fn=lambda key: base_head.summary_key(head.name, key))
   return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions,
                        loss=regularized_training_loss, train_op=train_op)
+
+
+def classification_export_outputs(predictions: Dict[str, Any], n_classes: int,
+                                  label_vocabulary: Optional[Sequence[str]],
+                                  regression_key: Optional[str] = None
+                                  ) -> Dict[str, ExportOutput]:
+  """A classification head's signatures: default and `classification`, `predict`.
+
+  Args:
+    predictions: the head's predictions; `probabilities` are the scores.
+    n_classes: the number of classes.
+    label_vocabulary: the class names, or None for ids as strings.
+    regression_key: a prediction key to export as the `regression` signature
+      too (the binary head's `logistic`), or None.
+
+  Returns:
+    A dict of signature key to `ExportOutput`.
+  """
+  classifier_output = classes_lib.classification_output(
+      scores=predictions[PredictionKeys.PROBABILITIES], n_classes=n_classes,
+      label_vocabulary=label_vocabulary)
+  outputs: Dict[str, ExportOutput] = {
+      base_head.DEFAULT_SERVING_KEY: classifier_output,
+      base_head.CLASSIFY_SERVING_KEY: classifier_output,
+  }
+  if regression_key is not None:
+    outputs[base_head.REGRESS_SERVING_KEY] = export_output.RegressionOutput(
+        value=predictions[regression_key])
+  outputs[base_head.PREDICT_SERVING_KEY] = export_output.PredictOutput(predictions)
+  return outputs
+
+
+def regression_export_outputs(predictions: Dict[str, Any]) -> Dict[str, ExportOutput]:
+  """A regression head's signatures: default and `regression` (its `predictions`), `predict`.
+
+  Args:
+    predictions: the head's predictions.
+
+  Returns:
+    A dict of signature key to `ExportOutput`.
+  """
+  regression_output = export_output.RegressionOutput(value=predictions[PredictionKeys.PREDICTIONS])
+  return {
+      base_head.DEFAULT_SERVING_KEY: regression_output,
+      base_head.REGRESS_SERVING_KEY: regression_output,
+      base_head.PREDICT_SERVING_KEY: export_output.PredictOutput(predictions),
+  }

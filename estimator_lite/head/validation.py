@@ -159,3 +159,23 @@ def check_prediction_keys(pred_keys: Iterable[str], valid_keys: Sequence[str]) -
       raise ValueError(
           f"Prediction key must be in PredictionKeys, given: {key}.Valid prediction keys "
           f"include {valid_keys}.")
+
+
+def prediction_keys_or_all(pred_keys: Optional[Sequence[str]],
+                           valid_keys: Sequence[str]) -> Sequence[str]:
+  """The prediction keys a head builds: those asked for, checked, or all of its own.
+
+  Args:
+    pred_keys: the keys asked for; None or empty for all.
+    valid_keys: the head's keys.
+
+  Returns:
+    `pred_keys`, or `valid_keys` when none were asked for.
+
+  Raises:
+    ValueError: an unknown key (tf.estimator's text).
+  """
+  if not pred_keys:
+    return valid_keys
+  check_prediction_keys(pred_keys, valid_keys)
+  return pred_keys
