@@ -141,7 +141,36 @@ def call_input_layer(layer: Any, feature_columns: Sequence[Any], features: Mappi
     raise clearer from error
 
 
-class DNNModelV2(tf_keras.Model):
+class _DNNLayers(tf_keras.Model):
+  """What DNNModelV2 and DNNModelV1 run alike, once their layers are made.
+
+  Each hidden layer, then (in training) its dropout, then its batch norm, then
+  the logits layer; every output is summarized under its layer's name.
+  """
+
+  _hidden_layers: List[Any]
+  _hidden_layer_names: List[str]
+  _dropout: Optional[float]
+  _dropout_layers: List[Any]
+  _batch_norm: bool
+  _batch_norm_layers: List[Any]
+  _logits_layer: Any
+  _logits_name: str
+
+  def _hidden_layers_and_logits(self, net: Any, is_training: bool) -> Any:
+    for index, hidden_layer in enumerate(self._hidden_layers):
+      net = hidden_layer(net)
+      if self._dropout is not None and is_training:
+        net = self._dropout_layers[index](net, training=True)
+      if self._batch_norm:
+        net = self._batch_norm_layers[index](net, training=is_training)
+      add_layer_summary(net, self._hidden_layer_names[index])
+    logits = self._logits_layer(net)
+    add_layer_summary(logits, self._logits_name)
+    return logits
+
+
+class DNNModelV2(_DNNLayers):
   """tf.estimator 2.15's v2 DNN: DenseFeatures, Dense (+ dropout, batch norm) layers, logits.
 
   Build it inside the graph (and name scope) the model_fn runs in: the layer
@@ -218,16 +247,7 @@ class DNNModelV2(tf_keras.Model):
     """
     is_training = mode == ModeKeys.TRAIN
     net = call_input_layer(self._input_layer, self._feature_columns, features, is_training)
-    for index, hidden_layer in enumerate(self._hidden_layers):
-      net = hidden_layer(net)
-      if self._dropout is not None and is_training:
-        net = self._dropout_layers[index](net, training=True)
-      if self._batch_norm:
-        net = self._batch_norm_layers[index](net, training=is_training)
-      add_layer_summary(net, self._hidden_layer_names[index])
-    logits = self._logits_layer(net)
-    add_layer_summary(logits, self._logits_name)
-    return logits
+    return self._hidden_layers_and_logits(net, is_training)
 
 
 def dnn_logits_v2(units: int, hidden_units: Sequence[int], feature_columns: Sequence[Any],
@@ -266,7 +286,7 @@ def _previous_name_scope() -> str:
   return current.rsplit("/", 1)[0] + "/" if "/" in current else ""
 
 
-class DNNModelV1(tf_keras.Model):
+class DNNModelV1(_DNNLayers):
   """tf.estimator 2.15's v1 DNN: variables in variable scopes, partitioned as the scopes say.
 
   Build it inside `tf.compat.v1.variable_scope("dnn", partitioner=...)`:
@@ -357,16 +377,7 @@ class DNNModelV1(tf_keras.Model):
       with tf.compat.v1.variable_scope("input_from_feature_columns",
                                        partitioner=self._input_layer_partitioner):
         net = call_input_layer(self._input_layer, self._feature_columns, features, is_training)
-      for index, hidden_layer in enumerate(self._hidden_layers):
-        net = hidden_layer(net)
-        if self._dropout is not None and is_training:
-          net = self._dropout_layers[index](net, training=True)
-        if self._batch_norm:
-          net = self._batch_norm_layers[index](net, training=is_training)
-        add_layer_summary(net, self._hidden_layer_names[index])
-      logits = self._logits_layer(net)
-      add_layer_summary(logits, self._logits_name)
-      return logits
+      return self._hidden_layers_and_logits(net, is_training)
 
 
 def dnn_logit_fn_v1(units: int, hidden_units: Sequence[int], feature_columns: Sequence[Any],
