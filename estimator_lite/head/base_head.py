@@ -21,8 +21,10 @@ def model_fn(features, labels, mode):
 The rules every head shares live beside this module: label checks
 (`labels.py`), example weights (`weights.py`), argument checks
 (`validation.py`), loss reduction (`losses.py`), class names and lookup tables
-(`classes.py`), the train op and loss summaries (`train_op.py`) and the
-mode-by-mode spec (`spec_builder.py`).
+(`classes.py`), the train op and loss summaries (`train_op.py`), the
+mode-by-mode spec and signatures (`spec_builder.py`) and the metrics at
+probability thresholds (`threshold_metrics.py`); `single_head.py` builds a
+one-label head's loss, metrics and spec from them.
 
 How tf.estimator 2.15's v1 heads (`tf.compat.v1.estimator`'s canned
 estimators, built on its older `canned/head.py`) differed from these, for the

@@ -19,10 +19,6 @@ from estimator_lite.head import threshold_metrics
 from estimator_lite.head import validation
 from estimator_lite.head import weights as weights_lib
 
-_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.LOGISTIC, PredictionKeys.PROBABILITIES,
-               PredictionKeys.CLASS_IDS, PredictionKeys.CLASSES, PredictionKeys.ALL_CLASS_IDS,
-               PredictionKeys.ALL_CLASSES)
-
 
 class BinaryClassHead(single_head.SingleHead):
   """A head for binary classification: one logit per example, sigmoid cross-entropy loss.
@@ -72,6 +68,11 @@ class BinaryClassHead(single_head.SingleHead):
       arguments (tf.estimator's texts).
   """
 
+  _PREDICTION_KEYS = (PredictionKeys.LOGITS, PredictionKeys.LOGISTIC,
+                      PredictionKeys.PROBABILITIES, PredictionKeys.CLASS_IDS,
+                      PredictionKeys.CLASSES, PredictionKeys.ALL_CLASS_IDS,
+                      PredictionKeys.ALL_CLASSES)
+
   def __init__(self, weight_column: Any = None, thresholds: Optional[Iterable[float]] = None,
                label_vocabulary: Optional[Sequence[str]] = None,
                loss_reduction: str = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE,
@@ -115,103 +116,60 @@ class BinaryClassHead(single_head.SingleHead):
         predictions, n_classes=2, label_vocabulary=self._label_vocabulary,
         regression_key=PredictionKeys.LOGISTIC)
 
-  def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
-    """Builds the predictions named by `keys`; see `Head.predictions`.
+  def _add_predictions(self, predictions: Dict[Any, Any], keys: Sequence[str],
+                       logits: Any) -> None:
+    if PredictionKeys.LOGISTIC in keys:
+      predictions[PredictionKeys.LOGISTIC] = tf.math.sigmoid(logits, name=PredictionKeys.LOGISTIC)
+    # Class 0's logit is 0: softmax over (0, logit) is (1 - sigmoid, sigmoid).
+    two_class_logits = tf.concat((tf.zeros_like(logits), logits), axis=-1,
+                                 name="two_class_logits")
+    if PredictionKeys.PROBABILITIES in keys:
+      predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
+          two_class_logits, name=PredictionKeys.PROBABILITIES)
+    classes_lib.add_class_predictions(predictions, keys, two_class_logits, n_classes=2,
+                                      label_vocabulary=self._label_vocabulary)
 
-    Args:
-      logits: `[D0, ... DN, 1]` logits.
-      keys: a list or tuple of `PredictionKeys` values; None for all of
-        `logits`, `logistic`, `probabilities`, `class_ids`, `classes`,
-        `all_class_ids` and `all_classes`.
-
-    Returns:
-      A dict of prediction key to `Tensor`.
-
-    Raises:
-      ValueError: a key this head does not make.
-    """
-    keys = validation.prediction_keys_or_all(keys, _VALID_KEYS)
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    predictions: Dict[Any, Any] = {}
-    with tf.compat.v1.name_scope("predictions", values=(logits,)):
-      if PredictionKeys.LOGITS in keys:
-        predictions[PredictionKeys.LOGITS] = logits
-      if PredictionKeys.LOGISTIC in keys:
-        predictions[PredictionKeys.LOGISTIC] = tf.math.sigmoid(logits, name=PredictionKeys.LOGISTIC)
-      # Class 0's logit is 0: softmax over (0, logit) is (1 - sigmoid, sigmoid).
-      two_class_logits = tf.concat((tf.zeros_like(logits), logits), axis=-1,
-                                   name="two_class_logits")
-      if PredictionKeys.PROBABILITIES in keys:
-        predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
-            two_class_logits, name=PredictionKeys.PROBABILITIES)
-      classes_lib.add_class_predictions(predictions, keys, two_class_logits, n_classes=2,
-                                        label_vocabulary=self._label_vocabulary)
-      return predictions
-
-  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Creates the evaluation metrics; see `Head.metrics`.
-
-    Args:
-      regularization_losses: when given, `regularization_loss` is created too.
-
-    Returns:
-      A dict of metric key to Keras 2 metric object.
-    """
+  def _add_head_metrics(self, eval_metrics: Dict[str, Any],
+                        regularization_losses: base_head.RegularizationLosses) -> None:
     metrics = tf_keras.metrics
-    with tf.compat.v1.name_scope("metrics", values=(regularization_losses,)):
-      eval_metrics: Dict[str, Any] = {
-          self._loss_mean_key: metrics.Mean(name=MetricKeys.LOSS_MEAN),
-          self._accuracy_key: metrics.Accuracy(name=MetricKeys.ACCURACY),
-          self._precision_key: metrics.Precision(name=MetricKeys.PRECISION),
-          self._recall_key: metrics.Recall(name=MetricKeys.RECALL),
-          self._prediction_mean_key: metrics.Mean(name=MetricKeys.PREDICTION_MEAN),
-          self._label_mean_key: metrics.Mean(name=MetricKeys.LABEL_MEAN),
-          # Keras's default AUC summation is "interpolation", as in 2.15.
-          self._auc_key: metrics.AUC(name=MetricKeys.AUC),
-          self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
-      }
-      eval_metrics[self._accuracy_baseline_key] = AccuracyBaseline(
-          eval_metrics[self._label_mean_key], name=MetricKeys.ACCURACY_BASELINE)
-      self._add_regularization_metric(eval_metrics, regularization_losses)
-      self._threshold_metrics.add_metrics(eval_metrics)
-    return eval_metrics
+    eval_metrics.update({
+        self._accuracy_key: metrics.Accuracy(name=MetricKeys.ACCURACY),
+        self._precision_key: metrics.Precision(name=MetricKeys.PRECISION),
+        self._recall_key: metrics.Recall(name=MetricKeys.RECALL),
+        self._prediction_mean_key: metrics.Mean(name=MetricKeys.PREDICTION_MEAN),
+        self._label_mean_key: metrics.Mean(name=MetricKeys.LABEL_MEAN),
+        # Keras's default AUC summation is "interpolation", as in 2.15.
+        self._auc_key: metrics.AUC(name=MetricKeys.AUC),
+        self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
+    })
+    eval_metrics[self._accuracy_baseline_key] = AccuracyBaseline(
+        eval_metrics[self._label_mean_key], name=MetricKeys.ACCURACY_BASELINE)
+    self._add_regularization_metric(eval_metrics, regularization_losses)
+    self._threshold_metrics.add_metrics(eval_metrics)
 
-  def _update_auc(self, auc_metric: Any, labels: Any, predictions: Any, weights: Any = None) -> None:
+  def _update_auc(self, auc_metric: Any, labels: Any, predictions: Any,
+                  weights: Any = None) -> None:
     predictions = tf.cast(predictions, dtype=tf.float32)
     if weights is not None:
       weights = tf_internals.broadcast_weights(weights, predictions)
     auc_metric.update_state(y_true=labels, y_pred=predictions, sample_weight=weights)
 
-  def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
-                     logits: Any, labels: Any,
-                     regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Updates the metrics with one batch; see `Head.update_metrics`.
-
-    Args:
-      eval_metrics: the dict `metrics()` returned.
-      features: the features dict (for the weights).
-      logits: `[D0, ... DN, 1]` logits.
-      labels: the labels.
-      regularization_losses: scalar losses for `regularization_loss`.
-
-    Returns:
-      `eval_metrics`, updated.
-    """
-    class_ids = self.predictions(logits)[PredictionKeys.CLASS_IDS]
-    logits, labels, weights = self._update_loss_metrics(
-        eval_metrics, features, logits, labels, regularization_losses)
+  def _update_head_metrics(self, eval_metrics: Dict[str, Any], predictions: Dict[Any, Any],
+                           labels: Any, processed_labels: Any, weights: Any) -> None:
+    del labels  # the metrics compare the processed 0/1 labels
+    class_ids = predictions[PredictionKeys.CLASS_IDS]
     for key in (self._accuracy_key, self._precision_key, self._recall_key):
-      eval_metrics[key].update_state(y_true=labels, y_pred=class_ids, sample_weight=weights)
-    logistic = self.predictions(logits, [PredictionKeys.LOGISTIC])[PredictionKeys.LOGISTIC]
+      eval_metrics[key].update_state(
+          y_true=processed_labels, y_pred=class_ids, sample_weight=weights)
+    logistic = predictions[PredictionKeys.LOGISTIC]
     weights_lib.update_metric_with_broadcast_weights(
         eval_metrics[self._prediction_mean_key], logistic, weights)
     weights_lib.update_metric_with_broadcast_weights(
-        eval_metrics[self._label_mean_key], labels, weights)
+        eval_metrics[self._label_mean_key], processed_labels, weights)
     eval_metrics[self._accuracy_baseline_key].update_state()
-    self._update_auc(eval_metrics[self._auc_key], labels, logistic, weights)
-    self._update_auc(eval_metrics[self._auc_pr_key], labels, logistic, weights)
-    self._threshold_metrics.update(eval_metrics, labels, logistic, weights)
-    return eval_metrics
+    self._update_auc(eval_metrics[self._auc_key], processed_labels, logistic, weights)
+    self._update_auc(eval_metrics[self._auc_pr_key], processed_labels, logistic, weights)
+    self._threshold_metrics.update(eval_metrics, processed_labels, logistic, weights)
 
 
 class AccuracyBaseline(tf_keras.metrics.Metric):

@@ -16,9 +16,6 @@ from estimator_lite.head import single_head
 from estimator_lite.head import spec_builder
 from estimator_lite.head import validation
 
-_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASS_IDS,
-               PredictionKeys.CLASSES, PredictionKeys.ALL_CLASS_IDS, PredictionKeys.ALL_CLASSES)
-
 
 class MultiClassHead(single_head.SingleHead):
   """A head for single-label classification into `n_classes` classes, softmax cross-entropy loss.
@@ -65,6 +62,10 @@ class MultiClassHead(single_head.SingleHead):
       not a list or tuple of `n_classes` names, `loss_reduction` is invalid or
       `loss_fn` has other arguments (tf.estimator's texts).
   """
+
+  _PREDICTION_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES,
+                      PredictionKeys.CLASS_IDS, PredictionKeys.CLASSES,
+                      PredictionKeys.ALL_CLASS_IDS, PredictionKeys.ALL_CLASSES)
 
   def __init__(self, n_classes: int, weight_column: Any = None,
                label_vocabulary: Optional[Sequence[str]] = None,
@@ -118,68 +119,22 @@ class MultiClassHead(single_head.SingleHead):
     return spec_builder.classification_export_outputs(
         predictions, n_classes=self._n_classes, label_vocabulary=self._label_vocabulary)
 
-  def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
-    """Builds the predictions named by `keys`; see `Head.predictions`.
+  def _add_predictions(self, predictions: Dict[Any, Any], keys: Sequence[str],
+                       logits: Any) -> None:
+    if PredictionKeys.PROBABILITIES in keys:
+      predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
+          logits, name=PredictionKeys.PROBABILITIES)
+    classes_lib.add_class_predictions(predictions, keys, logits, n_classes=self._n_classes,
+                                      label_vocabulary=self._label_vocabulary)
 
-    Args:
-      logits: `[D0, ... DN, n_classes]` logits.
-      keys: a list or tuple of `PredictionKeys` values; None for all of
-        `logits`, `probabilities`, `class_ids`, `classes`, `all_class_ids` and
-        `all_classes`.
+  def _add_head_metrics(self, eval_metrics: Dict[str, Any],
+                        regularization_losses: base_head.RegularizationLosses) -> None:
+    self._add_regularization_metric(eval_metrics, regularization_losses)
+    eval_metrics[self._accuracy_key] = tf_keras.metrics.Accuracy(name=MetricKeys.ACCURACY)
 
-    Returns:
-      A dict of prediction key to `Tensor`.
-
-    Raises:
-      ValueError: a key this head does not make.
-    """
-    keys = validation.prediction_keys_or_all(keys, _VALID_KEYS)
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    predictions: Dict[Any, Any] = {}
-    with tf.compat.v1.name_scope("predictions", values=(logits,)):
-      if PredictionKeys.LOGITS in keys:
-        predictions[PredictionKeys.LOGITS] = logits
-      if PredictionKeys.PROBABILITIES in keys:
-        predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
-            logits, name=PredictionKeys.PROBABILITIES)
-      classes_lib.add_class_predictions(predictions, keys, logits, n_classes=self._n_classes,
-                                        label_vocabulary=self._label_vocabulary)
-      return predictions
-
-  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Creates the evaluation metrics; see `Head.metrics`.
-
-    Args:
-      regularization_losses: when given, `regularization_loss` is created too.
-
-    Returns:
-      A dict of metric key to Keras 2 metric object.
-    """
-    with tf.compat.v1.name_scope("metrics", values=(regularization_losses,)):
-      eval_metrics: Dict[str, Any] = {
-          self._loss_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LOSS_MEAN)}
-      self._add_regularization_metric(eval_metrics, regularization_losses)
-      eval_metrics[self._accuracy_key] = tf_keras.metrics.Accuracy(name=MetricKeys.ACCURACY)
-    return eval_metrics
-
-  def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
-                     logits: Any, labels: Any,
-                     regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Updates the metrics with one batch; see `Head.update_metrics`.
-
-    Args:
-      eval_metrics: the dict `metrics()` returned.
-      features: the features dict (for the weights).
-      logits: `[D0, ... DN, n_classes]` logits.
-      labels: the labels.
-      regularization_losses: scalar losses for `regularization_loss`.
-
-    Returns:
-      `eval_metrics`, updated.
-    """
-    class_ids = self.predictions(logits)[PredictionKeys.CLASS_IDS]
-    _, label_ids, weights = self._update_loss_metrics(
-        eval_metrics, features, logits, labels, regularization_losses)
+  def _update_head_metrics(self, eval_metrics: Dict[str, Any], predictions: Dict[Any, Any],
+                           labels: Any, processed_labels: Any, weights: Any) -> None:
+    del labels  # accuracy compares the class ids
     eval_metrics[self._accuracy_key].update_state(
-        y_true=label_ids, y_pred=class_ids, sample_weight=weights)
-    return eval_metrics
+        y_true=processed_labels, y_pred=predictions[PredictionKeys.CLASS_IDS],
+        sample_weight=weights)

@@ -19,8 +19,6 @@ from estimator_lite.head import threshold_metrics
 from estimator_lite.head import validation
 from estimator_lite.head import weights as weights_lib
 
-_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASSES)
-
 
 class MultiLabelHead(single_head.SingleHead):
   """A head for multi-label classification: each example may be in several of `n_classes` classes.
@@ -69,6 +67,8 @@ class MultiLabelHead(single_head.SingleHead):
       `classes_for_class_based_metrics` that does not exist (tf.estimator's
       texts).
   """
+
+  _PREDICTION_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASSES)
 
   def __init__(self, n_classes: int, weight_column: Any = None,
                thresholds: Optional[Iterable[float]] = None,
@@ -159,77 +159,31 @@ class MultiLabelHead(single_head.SingleHead):
     return spec_builder.classification_export_outputs(
         predictions, n_classes=self._n_classes, label_vocabulary=self._label_vocabulary)
 
-  def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
-    """Builds the predictions named by `keys`; see `Head.predictions`.
+  def _add_predictions(self, predictions: Dict[Any, Any], keys: Sequence[str],
+                       logits: Any) -> None:
+    if PredictionKeys.PROBABILITIES in keys:
+      predictions[PredictionKeys.PROBABILITIES] = tf.math.sigmoid(
+          logits, name=PredictionKeys.PROBABILITIES)
+    if PredictionKeys.CLASSES in keys:
+      predictions[PredictionKeys.CLASSES] = classes_lib.all_classes(
+          logits, self._n_classes, self._label_vocabulary)
 
-    Args:
-      logits: `[D0, ... DN, n_classes]` logits.
-      keys: a list or tuple of `PredictionKeys` values; None for all of
-        `logits`, `probabilities` and `classes`.
-
-    Returns:
-      A dict of prediction key to `Tensor`.
-
-    Raises:
-      ValueError: a key this head does not make.
-    """
-    keys = validation.prediction_keys_or_all(keys, _VALID_KEYS)
-    logits = labels_lib.check_logits_final_dim(logits, self.logits_dimension)
-    predictions: Dict[Any, Any] = {}
-    with tf.compat.v1.name_scope("predictions", values=(logits,)):
-      if PredictionKeys.LOGITS in keys:
-        predictions[PredictionKeys.LOGITS] = logits
-      if PredictionKeys.PROBABILITIES in keys:
-        predictions[PredictionKeys.PROBABILITIES] = tf.math.sigmoid(
-            logits, name=PredictionKeys.PROBABILITIES)
-      if PredictionKeys.CLASSES in keys:
-        predictions[PredictionKeys.CLASSES] = classes_lib.all_classes(
-            logits, self._n_classes, self._label_vocabulary)
-      return predictions
-
-  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Creates the evaluation metrics; see `Head.metrics`.
-
-    Args:
-      regularization_losses: when given, `regularization_loss` is created too.
-
-    Returns:
-      A dict of metric key to Keras 2 metric object.
-    """
+  def _add_head_metrics(self, eval_metrics: Dict[str, Any],
+                        regularization_losses: base_head.RegularizationLosses) -> None:
     metrics = tf_keras.metrics
-    with tf.compat.v1.name_scope(None, "metrics", (regularization_losses,)):
-      eval_metrics: Dict[str, Any] = {
-          self._loss_mean_key: metrics.Mean(name=MetricKeys.LOSS_MEAN),
-          self._auc_key: metrics.AUC(name=MetricKeys.AUC),
-          self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
-      }
-      self._add_regularization_metric(eval_metrics, regularization_losses)
-      self._threshold_metrics.add_metrics(eval_metrics)
-      for i in range(len(self._classes_for_class_based_metrics)):
-        eval_metrics[self._prob_keys[i]] = metrics.Mean(name=self._prob_keys[i])
-        eval_metrics[self._auc_keys[i]] = metrics.AUC(name=self._auc_keys[i])
-        eval_metrics[self._auc_pr_keys[i]] = metrics.AUC(curve="PR", name=self._auc_pr_keys[i])
-    return eval_metrics
+    eval_metrics[self._auc_key] = metrics.AUC(name=MetricKeys.AUC)
+    eval_metrics[self._auc_pr_key] = metrics.AUC(curve="PR", name=MetricKeys.AUC_PR)
+    self._add_regularization_metric(eval_metrics, regularization_losses)
+    self._threshold_metrics.add_metrics(eval_metrics)
+    for i in range(len(self._classes_for_class_based_metrics)):
+      eval_metrics[self._prob_keys[i]] = metrics.Mean(name=self._prob_keys[i])
+      eval_metrics[self._auc_keys[i]] = metrics.AUC(name=self._auc_keys[i])
+      eval_metrics[self._auc_pr_keys[i]] = metrics.AUC(curve="PR", name=self._auc_pr_keys[i])
 
-  def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
-                     logits: Any, labels: Any,
-                     regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Updates the metrics with one batch; see `Head.update_metrics`.
-
-    Args:
-      eval_metrics: the dict `metrics()` returned.
-      features: the features dict (for the weights).
-      logits: `[D0, ... DN, n_classes]` logits.
-      labels: the labels.
-      regularization_losses: scalar losses for `regularization_loss`.
-
-    Returns:
-      `eval_metrics`, updated.
-    """
-    logits, processed_labels, weights = self._update_loss_metrics(
-        eval_metrics, features, logits, labels, regularization_losses)
-    probabilities = self.predictions(
-        logits, [PredictionKeys.PROBABILITIES])[PredictionKeys.PROBABILITIES]
+  def _update_head_metrics(self, eval_metrics: Dict[str, Any], predictions: Dict[Any, Any],
+                           labels: Any, processed_labels: Any, weights: Any) -> None:
+    del labels  # the metrics compare the multi-hot labels
+    probabilities = predictions[PredictionKeys.PROBABILITIES]
     for key in (self._auc_key, self._auc_pr_key):
       eval_metrics[key].update_state(
           y_true=processed_labels, y_pred=probabilities, sample_weight=weights)
@@ -246,7 +200,6 @@ class MultiLabelHead(single_head.SingleHead):
       for key in (self._auc_keys[i], self._auc_pr_keys[i]):
         eval_metrics[key].update_state(
             y_true=class_labels, y_pred=class_probabilities, sample_weight=weights)
-    return eval_metrics
 
 
 def _class_ids_for_metrics(classes: Optional[Sequence[Union[int, str]]], n_classes: int,

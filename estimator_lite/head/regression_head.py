@@ -111,47 +111,20 @@ class RegressionHead(single_head.SingleHead):
                 PredictionKeys.LOGITS: logits}
       return {PredictionKeys.PREDICTIONS: logits}
 
-  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Creates the evaluation metrics; see `Head.metrics`.
+  def _add_head_metrics(self, eval_metrics: Dict[str, Any],
+                        regularization_losses: base_head.RegularizationLosses) -> None:
+    eval_metrics[self._prediction_mean_key] = tf_keras.metrics.Mean(
+        name=MetricKeys.PREDICTION_MEAN)
+    eval_metrics[self._label_mean_key] = tf_keras.metrics.Mean(name=MetricKeys.LABEL_MEAN)
+    self._add_regularization_metric(eval_metrics, regularization_losses)
 
-    Args:
-      regularization_losses: when given, `regularization_loss` is created too.
-
-    Returns:
-      A dict of metric key to Keras 2 metric object.
-    """
-    with tf.compat.v1.name_scope("metrics", values=(regularization_losses,)):
-      eval_metrics: Dict[str, Any] = {
-          self._loss_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LOSS_MEAN),
-          self._prediction_mean_key: tf_keras.metrics.Mean(name=MetricKeys.PREDICTION_MEAN),
-          self._label_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LABEL_MEAN),
-      }
-      self._add_regularization_metric(eval_metrics, regularization_losses)
-    return eval_metrics
-
-  def update_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,  # type: ignore[override]
-                     logits: Any, labels: Any,
-                     regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
-    """Updates the metrics with one batch; see `Head.update_metrics`.
-
-    Args:
-      eval_metrics: the dict `metrics()` returned.
-      features: the features dict (for the weights).
-      logits: `[D0, ... DN, label_dimension]` logits.
-      labels: the labels.
-      regularization_losses: scalar losses for `regularization_loss`.
-
-    Returns:
-      `eval_metrics`, updated.
-    """
-    predicted_value = self.predictions(logits)[PredictionKeys.PREDICTIONS]
-    _, _, weights = self._update_loss_metrics(
-        eval_metrics, features, logits, labels, regularization_losses)
+  def _update_head_metrics(self, eval_metrics: Dict[str, Any], predictions: Dict[Any, Any],
+                           labels: Any, processed_labels: Any, weights: Any) -> None:
+    del processed_labels
     # The raw labels, as tf.estimator 2.15 averaged them.
     eval_metrics[self._label_mean_key].update_state(values=labels, sample_weight=weights)
     weights_lib.update_metric_with_broadcast_weights(
-        eval_metrics[self._prediction_mean_key], predicted_value, weights)
-    return eval_metrics
+        eval_metrics[self._prediction_mean_key], predictions[PredictionKeys.PREDICTIONS], weights)
 
 
 class PoissonRegressionHead(RegressionHead):

@@ -12,14 +12,17 @@ import abc
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
+import tf_keras
 
 from estimator_lite.canned.metric_keys import MetricKeys
+from estimator_lite.canned.prediction_keys import PredictionKeys
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.export.export_output import ExportOutput
 from estimator_lite.head import base_head
 from estimator_lite.head import labels as labels_lib
 from estimator_lite.head import losses as losses_lib
 from estimator_lite.head import spec_builder
+from estimator_lite.head import validation
 from estimator_lite.head import weights as weights_lib
 
 
@@ -29,7 +32,9 @@ class SingleHead(base_head.Head):
   A subclass validates its own arguments (in tf.estimator's order, so that
   the first error reported is the same), calls this `__init__`, and
   implements `_processed_labels`, `_default_unweighted_loss`,
-  `_export_outputs`, `predictions`, `metrics` and `update_metrics`.
+  `_export_outputs`, `_add_head_metrics` and `_update_head_metrics`; a
+  head with prediction keys also sets `_PREDICTION_KEYS` and implements
+  `_add_predictions` (or overrides `predictions`).
 
   Args:
     logits_dimension: the size of the logits' last dimension.
@@ -43,6 +48,9 @@ class SingleHead(base_head.Head):
     allow_per_logit_weights: whether weights may have one value per logit
       (`[D0, ... DN, logits_dimension]`), not only one per example.
   """
+
+  # The PredictionKeys the head makes, in the order it builds them.
+  _PREDICTION_KEYS: Tuple[str, ...] = (PredictionKeys.LOGITS,)
 
   def __init__(self, logits_dimension: int, weight_column: Any, loss_reduction: str,
                loss_fn: Optional[Callable[..., Any]], name: Optional[str],
@@ -83,6 +91,21 @@ class SingleHead(base_head.Head):
   @abc.abstractmethod
   def _export_outputs(self, predictions: Dict[str, Any]) -> Dict[str, ExportOutput]:
     """The head's export signatures, given its predictions."""
+
+  def _add_predictions(self, predictions: Dict[Any, Any], keys: Sequence[str],
+                       logits: Any) -> None:
+    """Adds the predictions other than `logits` asked for in `keys` (none by default)."""
+    del predictions, keys, logits
+
+  @abc.abstractmethod
+  def _add_head_metrics(self, eval_metrics: Dict[str, Any],
+                        regularization_losses: base_head.RegularizationLosses) -> None:
+    """Adds the head's metrics after `average_loss`, `regularization_loss` among them."""
+
+  @abc.abstractmethod
+  def _update_head_metrics(self, eval_metrics: Dict[str, Any], predictions: Dict[Any, Any],
+                           labels: Any, processed_labels: Any, weights: Any) -> None:
+    """Updates the head's metrics other than the loss ones with one batch."""
 
   def _loss_inputs(self, logits: Any, labels: Any,
                    features: base_head.Features) -> Tuple[Any, Any, Any, Any]:
@@ -126,27 +149,77 @@ class SingleHead(base_head.Head):
       return losses_lib.weighted_training_loss(
           unweighted_loss, weights, self._loss_reduction, regularization_losses)
 
+  def predictions(self, logits: Any, keys: Optional[Sequence[str]] = None) -> Dict[Any, Any]:
+    """Builds the predictions named by `keys`; see `Head.predictions`.
+
+    Args:
+      logits: `[D0, ... DN, logits_dimension]` logits.
+      keys: a list or tuple of `PredictionKeys` values; None for all of the
+        head's (its class lists them).
+
+    Returns:
+      A dict of prediction key to `Tensor`.
+
+    Raises:
+      ValueError: a key this head does not make.
+    """
+    keys = validation.prediction_keys_or_all(keys, self._PREDICTION_KEYS)
+    logits = labels_lib.check_logits_final_dim(logits, self._logits_dimension)
+    predictions: Dict[Any, Any] = {}
+    with tf.compat.v1.name_scope("predictions", values=(logits,)):
+      if PredictionKeys.LOGITS in keys:
+        predictions[PredictionKeys.LOGITS] = logits
+      self._add_predictions(predictions, keys, logits)
+    return predictions
+
+  def metrics(self, regularization_losses: base_head.RegularizationLosses = None) -> Dict[str, Any]:
+    """Creates the head's evaluation metrics, not yet updated; see `Head.metrics`.
+
+    Args:
+      regularization_losses: when given, `regularization_loss` is created too.
+
+    Returns:
+      A dict of metric key to Keras 2 metric object.
+    """
+    with tf.compat.v1.name_scope("metrics", values=(regularization_losses,)):
+      eval_metrics: Dict[str, Any] = {
+          self._loss_mean_key: tf_keras.metrics.Mean(name=MetricKeys.LOSS_MEAN)}
+      self._add_head_metrics(eval_metrics, regularization_losses)
+    return eval_metrics
+
   def _add_regularization_metric(self, eval_metrics: Dict[str, Any],
                                  regularization_losses: base_head.RegularizationLosses) -> None:
     """Adds the `regularization_loss` mean to `eval_metrics` when there are such losses."""
     losses_lib.add_regularization_metric(
         eval_metrics, self._loss_regularization_key, regularization_losses)
 
-  def _update_loss_metrics(self, eval_metrics: Dict[str, Any], features: base_head.Features,
-                           logits: Any, labels: Any,
-                           regularization_losses: base_head.RegularizationLosses
-                           ) -> Tuple[Any, Any, Any]:
-    """Updates `average_loss` (and `regularization_loss`) with one batch.
+  # tf.estimator's heads' update_metrics take no `mode`, unlike Head's.
+  def update_metrics(  # type: ignore[override]
+      self, eval_metrics: Dict[str, Any], features: base_head.Features, logits: Any,
+      labels: Any, regularization_losses: base_head.RegularizationLosses = None
+  ) -> Dict[str, Any]:
+    """Updates the metrics made by `metrics()` with one batch; see `Head.update_metrics`.
+
+    Args:
+      eval_metrics: the dict `metrics()` returned.
+      features: the features dict (for the weights).
+      logits: `[D0, ... DN, logits_dimension]` logits.
+      labels: the labels, in one of the forms the head's class describes.
+      regularization_losses: scalar losses for `regularization_loss`.
 
     Returns:
-      The checked logits, the processed labels and the example weights, for
-      the head's other metrics.
+      `eval_metrics`, updated.
+
+    Raises:
+      ValueError: labels or logits of the wrong dtype or static shape.
     """
-    logits, labels, unweighted_loss, weights = self._loss_inputs(logits, labels, features)
+    predictions = self.predictions(logits)
+    _, processed_labels, unweighted_loss, weights = self._loss_inputs(logits, labels, features)
     eval_metrics[self._loss_mean_key].update_state(values=unweighted_loss, sample_weight=weights)
     losses_lib.update_regularization_metric(
         eval_metrics, self._loss_regularization_key, regularization_losses)
-    return logits, labels, weights
+    self._update_head_metrics(eval_metrics, predictions, labels, processed_labels, weights)
+    return eval_metrics
 
   def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
                             labels: Any = None, optimizer: Any = None,

@@ -1,4 +1,4 @@
-"""Accuracy, precision and recall at each of a head's probability thresholds (binary, multi-label)."""
+"""Accuracy, precision and recall at each probability threshold (binary, multi-label heads)."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence

@@ -32,17 +32,6 @@ with open(FIXTURE) as _f:
   DATA = json.load(_f)
 
 
-def case_ids(*classes):
-  """The fixture's cases whose head is one of `classes` (by class name)."""
-  return sorted(case_id for case_id, case in DATA["cases"].items()
-                if case["head"]["class"] in classes)
-
-
-def error_ids(*classes):
-  return sorted(error_id for error_id, error in DATA["errors"].items()
-                if error["head"]["class"] in classes)
-
-
 def build_head(spec):
   if spec["class"] == "MultiHead":
     return MultiHead([build_head(h) for h in spec["heads"]], **spec["kwargs"])

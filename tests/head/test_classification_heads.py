@@ -1,8 +1,6 @@
-"""BinaryClassHead, MultiClassHead, MultiLabelHead: tf.estimator 2.15's numbers, keys and errors.
+"""BinaryClassHead, MultiClassHead, MultiLabelHead in a user's model_fn on the Estimator.
 
-The parity tests replay tests/data/heads_expected.json (written by
-tests/reference/make_head_fixture.py under tf.estimator 2.15). The end-to-end
-tests run the heads in a user's model_fn on estimator_lite's Estimator.
+Their numbers and error texts against tf.estimator 2.15 are test_head_parity.py's.
 """
 import os
 
@@ -17,21 +15,7 @@ from estimator_lite.head import head_utils
 from estimator_lite.head.binary_class_head import BinaryClassHead
 from estimator_lite.head.multi_class_head import MultiClassHead
 
-import head_fixture_cases as cases  # pylint: disable=g-bad-import-order
-
-_CLASSES = ("BinaryClassHead", "MultiClassHead", "MultiLabelHead")
-
-
-@pytest.mark.parametrize("case_id", cases.case_ids(*_CLASSES))
-def test_loss_predictions_metrics_and_exports_match_tf215(case_id):
-  case = cases.DATA["cases"][case_id]
-  cases.assert_matches_reference(cases.run_case(case), case["expected"])
-
-
-@pytest.mark.parametrize("error_id", cases.error_ids(*_CLASSES))
-def test_bad_arguments_and_labels_fail_with_tf215_text(error_id):
-  cases.assert_error_matches_reference(cases.DATA["errors"][error_id])
-
+from head_model_fn import keras_model_fn  # pylint: disable=g-bad-import-order
 
 def test_binary_or_multi_class_head_picks_by_n_classes():
   binary = head_utils.binary_or_multi_class_head(2, "w", ["a", "b"], "sum")
@@ -58,16 +42,8 @@ def _predict_input_fn():
   return tf.data.Dataset.from_tensor_slices({"x": _X}).batch(10)
 
 
-def _keras_model_fn(features, labels, mode):
-  head = MultiClassHead(n_classes=3)
-  layer = tf_keras.layers.Dense(head.logits_dimension, name="logits")
-  logits = layer(features["x"])
-  optimizer = tf_keras.optimizers.legacy.Adagrad(learning_rate=0.3)
-  # As the canned estimators do: the Keras optimizer counts the global step.
-  optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-  return head.create_estimator_spec(features=features, mode=mode, logits=logits, labels=labels,
-                                    optimizer=optimizer,
-                                    trainable_variables=layer.trainable_weights)
+_keras_model_fn = keras_model_fn(
+    MultiClassHead(n_classes=3), lambda: tf_keras.optimizers.legacy.Adagrad(learning_rate=0.3))
 
 
 def test_multi_class_head_in_a_users_model_fn_trains_evaluates_predicts_and_exports(tmp_path):

@@ -1,8 +1,7 @@
-"""MultiHead: tf.estimator 2.15's merged loss, metric keys, prediction keys and signatures.
+"""MultiHead: argument checks, and two heads trained on one model through the Estimator.
 
-The parity tests replay tests/data/heads_expected.json (written by
-tests/reference/make_head_fixture.py under tf.estimator 2.15); the end-to-end
-test trains two heads on one model through estimator_lite's Estimator.
+Its merged loss, metric keys, prediction keys and signatures against
+tf.estimator 2.15 are test_head_parity.py's.
 """
 import numpy as np
 import pytest
@@ -15,18 +14,7 @@ from estimator_lite.head.multi_class_head import MultiClassHead
 from estimator_lite.head.multi_head import MultiHead
 from estimator_lite.head.regression_head import RegressionHead
 
-import head_fixture_cases as cases  # pylint: disable=g-bad-import-order
-
-
-@pytest.mark.parametrize("case_id", cases.case_ids("MultiHead"))
-def test_loss_predictions_metrics_and_exports_match_tf215(case_id):
-  case = cases.DATA["cases"][case_id]
-  cases.assert_matches_reference(cases.run_case(case), case["expected"])
-
-
-@pytest.mark.parametrize("error_id", cases.error_ids("MultiHead"))
-def test_bad_arguments_fail_with_tf215_text(error_id):
-  cases.assert_error_matches_reference(cases.DATA["errors"][error_id])
+from head_model_fn import keras_model_fn  # pylint: disable=g-bad-import-order
 
 
 def test_name_logits_dimension_and_loss_reduction():
@@ -49,15 +37,8 @@ def test_two_heads_train_evaluate_and_predict_through_the_estimator(tmp_path):
     data = tf.data.Dataset.from_tensor_slices(({"x": x}, labels)).batch(10)
     return data.repeat() if repeat else data
 
-  def model_fn(features, labels, mode):
-    layer = tf_keras.layers.Dense(head.logits_dimension)  # one tensor, split between the heads
-    logits = layer(features["x"])
-    optimizer = tf_keras.optimizers.legacy.Adagrad(learning_rate=0.3)
-    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-    return head.create_estimator_spec(features=features, mode=mode, logits=logits,
-                                      labels=labels, optimizer=optimizer,
-                                      trainable_variables=layer.trainable_weights)
-
+  # One logits tensor, split between the heads.
+  model_fn = keras_model_fn(head, lambda: tf_keras.optimizers.legacy.Adagrad(learning_rate=0.3))
   estimator = Estimator(model_fn, model_dir=str(tmp_path))
   estimator.train(lambda: input_fn(repeat=True), max_steps=40)
   metrics = estimator.evaluate(input_fn)

@@ -1,8 +1,7 @@
-"""RegressionHead, PoissonRegressionHead, LogisticRegressionHead: tf.estimator 2.15's numbers and texts.
+"""RegressionHead, PoissonRegressionHead: a custom loss_fn, and training through the Estimator.
 
-The parity tests replay tests/data/heads_expected.json (written by
-tests/reference/make_head_fixture.py under tf.estimator 2.15); the end-to-end
-test trains a regression through estimator_lite's Estimator.
+Their numbers and error texts against tf.estimator 2.15 (LogisticRegressionHead's
+too) are test_head_parity.py's.
 """
 import numpy as np
 import pytest
@@ -13,21 +12,7 @@ from estimator_lite.estimator import Estimator
 from estimator_lite.head.regression_head import PoissonRegressionHead
 from estimator_lite.head.regression_head import RegressionHead
 
-import head_fixture_cases as cases  # pylint: disable=g-bad-import-order
-
-_CLASSES = ("RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead")
-
-
-@pytest.mark.parametrize("case_id", cases.case_ids(*_CLASSES))
-def test_loss_predictions_metrics_and_exports_match_tf215(case_id):
-  case = cases.DATA["cases"][case_id]
-  cases.assert_matches_reference(cases.run_case(case), case["expected"])
-
-
-@pytest.mark.parametrize("error_id", cases.error_ids(*_CLASSES))
-def test_bad_arguments_and_labels_fail_with_tf215_text(error_id):
-  cases.assert_error_matches_reference(cases.DATA["errors"][error_id])
-
+from head_model_fn import keras_model_fn  # pylint: disable=g-bad-import-order
 
 def test_custom_loss_fn_gets_features_and_its_shape_is_checked():
   def loss_fn(labels, logits, features):
@@ -50,18 +35,6 @@ def test_custom_loss_fn_gets_features_and_its_shape_is_checked():
     RegressionHead(loss_fn=lambda labels, logits, weights: labels)
 
 
-def _keras_model_fn(head):
-  def model_fn(features, labels, mode):
-    layer = tf_keras.layers.Dense(head.logits_dimension)
-    logits = layer(features["x"])
-    optimizer = tf_keras.optimizers.legacy.SGD(learning_rate=0.1)
-    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
-    return head.create_estimator_spec(features=features, mode=mode, logits=logits,
-                                      labels=labels, optimizer=optimizer,
-                                      trainable_variables=layer.trainable_weights)
-  return model_fn
-
-
 def test_regression_and_poisson_heads_train_through_the_estimator(tmp_path):
   x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(-1, 1)
   targets = {"regression": np.hstack([3 * x + 1, -x]),
@@ -73,7 +46,8 @@ def test_regression_and_poisson_heads_train_through_the_estimator(tmp_path):
       data = tf.data.Dataset.from_tensor_slices(({"x": x, "w": np.ones_like(x)}, labels)).batch(8)
       return data.repeat() if repeat else data
 
-    estimator = Estimator(_keras_model_fn(head), model_dir=str(tmp_path / kind))
+    model_fn = keras_model_fn(head, lambda: tf_keras.optimizers.legacy.SGD(learning_rate=0.1))
+    estimator = Estimator(model_fn, model_dir=str(tmp_path / kind))
     estimator.train(lambda: input_fn(repeat=True), max_steps=1)
     first = estimator.evaluate(input_fn)
     estimator.train(lambda: input_fn(repeat=True), max_steps=60)
