@@ -27,6 +27,7 @@ import tensorflow as tf
 import tf_keras
 
 from estimator_lite._util import tf_internals
+from estimator_lite.canned import estimator_rules
 from estimator_lite.mode_keys import ModeKeys
 
 Activation = Optional[Callable[..., Any]]
@@ -199,14 +200,7 @@ class DNNModelV2(_DNNLayers):
     self._feature_columns = tuple(feature_columns)
     check_feature_columns(self._feature_columns)
     with tf.compat.v1.name_scope("input_from_feature_columns") as input_scope:
-      if not tf_internals.is_feature_column_v2(self._feature_columns):
-        raise ValueError(
-            "Received a feature column from TensorFlow v1, but this is a "
-            "TensorFlow v2 Estimator. Please either use v2 feature columns "
-            "(accessible via tf.feature_column.* in TF 2.x) with this "
-            "Estimator, or switch to a v1 Estimator for use with v1 feature "
-            "columns (accessible via tf.compat.v1.estimator.* and "
-            "tf.compat.v1.feature_column.*, respectively.")
+      estimator_rules.check_v2_feature_columns(self._feature_columns)
       self._input_layer = tf_keras.layers.DenseFeatures(
           feature_columns=self._feature_columns, name=input_scope + "input_layer")
     self._dropout = dropout

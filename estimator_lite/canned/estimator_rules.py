@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterable, Optional, Tuple
 import tensorflow as tf
 import tf_keras
 
+from estimator_lite._util import tf_internals
+
 # The default reductions of the training loss: the v2 estimators average it
 # over the batch, the compat.v1 ones sum it.
 SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
@@ -36,6 +38,24 @@ def check_features(features: Any) -> None:
         f"{type(features)}. The input_fn of a canned estimator returns "
         "features as a dict of feature name to Tensor or SparseTensor, e.g. "
         "({'x': x}, labels).")
+
+
+def check_v2_feature_columns(feature_columns: Iterable[Any]) -> None:
+  """Checks a v2 canned estimator got v2 feature columns only.
+
+  Args:
+    feature_columns: the estimator's (or one of its parts') feature columns.
+
+  Raises:
+    ValueError: a v1-only feature column (tf.estimator's text).
+  """
+  if not tf_internals.is_feature_column_v2(feature_columns):
+    raise ValueError(
+        "Received a feature column from TensorFlow v1, but this is a TensorFlow v2 "
+        "Estimator. Please either use v2 feature columns (accessible via "
+        "tf.feature_column.* in TF 2.x) with this Estimator, or switch to a v1 "
+        "Estimator for use with v1 feature columns (accessible via "
+        "tf.compat.v1.estimator.* and tf.compat.v1.feature_column.*, respectively.")
 
 
 def tuple_or_none(values: Optional[Iterable[Any]]) -> Optional[Tuple[Any, ...]]:

@@ -47,13 +47,6 @@ from estimator_lite._util import tf_internals
 # 25 columns).
 LEARNING_RATE = 0.2
 
-_V1_COLUMNS_IN_V2_ESTIMATOR = (
-    "Received a feature column from TensorFlow v1, but this is a TensorFlow v2 "
-    "Estimator. Please either use v2 feature columns (accessible via "
-    "tf.feature_column.* in TF 2.x) with this Estimator, or switch to a v1 "
-    "Estimator for use with v1 feature columns (accessible via "
-    "tf.compat.v1.estimator.* and tf.compat.v1.feature_column.*, respectively.")
-
 WarmStartFrom = Union[None, str, WarmStartSettings]
 OptimizerArg = Any
 
@@ -109,8 +102,7 @@ def build_linear_logits(units: int, feature_columns: Iterable[Any], sparse_combi
       columns or a missing feature (see `LinearModel`).
   """
   feature_columns = tuple(feature_columns)
-  if not tf_internals.is_feature_column_v2(feature_columns):
-    raise ValueError(_V1_COLUMNS_IN_V2_ESTIMATOR)
+  estimator_rules.check_v2_feature_columns(feature_columns)
   model = LinearModel(feature_columns=feature_columns, units=units,
                       sparse_combiner=sparse_combiner, name=f"{scope_name}/linear_model")
   logits = model(features if features is not None else {})
