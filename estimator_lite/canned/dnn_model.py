@@ -355,11 +355,11 @@ class DNNModelV1(_DNNLayers):
     setattr(self, attribute, layer)
 
   def call(self, features: Mapping[str, Any], mode: str) -> Any:  # pylint: disable=arguments-differ
-    """Returns the logits for `features` in `mode` (dropout only in TRAIN).
+    """Builds the v1 network on `features` in the caller's scopes and returns its logits.
 
     Args:
-      features: the features dict.
-      mode: a ModeKeys value.
+      features: feature name -> Tensor or SparseTensor.
+      mode: a ModeKeys value; dropout and batch-norm updates in TRAIN only.
 
     Returns:
       The logits, `[batch_size, units]`.
