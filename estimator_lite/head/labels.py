@@ -42,7 +42,8 @@ _LOGITS_FIX = (" The model's last layer must have head.logits_dimension units "
 LABEL_MAX_ERR_MSG = "Labels must be <= n_classes - 1"
 LABEL_MIN_ERR_MSG = "Labels must be >= 0"
 _RANGE_FIX = (". Fix: labels must be class ids in [0, n_classes) (0 or 1 for a binary "
-              "head); check n_classes, or give label_vocabulary for string labels.")
+              "head), or, with label_vocabulary, strings from it (one that is not "
+              "reads as -1); check n_classes and label_vocabulary.")
 
 
 def check_dense_labels_match_logits_and_reshape(labels: Any, logits: Any,
