@@ -301,15 +301,16 @@ class BaselineClassifierV1(Estimator):
       optimizer: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD' (learning rate
         0.3), a `tf.compat.v1.train.Optimizer`, or a callable returning one.
       config: a `RunConfig`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` or
-        `SUM_OVER_BATCH_SIZE` (or the `tf_keras.losses.Reduction` values).
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
 
     Raises:
-      ValueError: `n_classes` < 2, an invalid vocabulary, or a reduction with
-        no Keras counterpart.
+      ValueError: `n_classes` < 2, an invalid vocabulary, or a `loss_reduction`
+        of NONE.
     """
-    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
-                                         estimator_rules.head_loss_reduction(loss_reduction))
+    head = default_heads.v1_classifier_head(n_classes, weight_column, label_vocabulary,
+                                            loss_reduction)
     super().__init__(model_fn=_baseline_model_fn(head, optimizer, weight_column, v1=True),
                      model_dir=model_dir, config=config)
 
@@ -330,14 +331,14 @@ class BaselineRegressorV1(Estimator):
       optimizer: a name, a `tf.compat.v1.train.Optimizer` or a callable
         returning one (see `BaselineClassifierV1`).
       config: a `RunConfig`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` or
-        `SUM_OVER_BATCH_SIZE`.
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
 
     Raises:
       ValueError: an invalid `label_dimension` or reduction.
     """
-    head = default_heads.regression_head(label_dimension, weight_column,
-                                         estimator_rules.head_loss_reduction(loss_reduction))
+    head = default_heads.v1_regression_head(label_dimension, weight_column, loss_reduction)
     super().__init__(model_fn=_baseline_model_fn(head, optimizer, v1=True), model_dir=model_dir,
                      config=config)
 

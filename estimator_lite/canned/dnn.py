@@ -402,15 +402,16 @@ class DNNClassifierV1(Estimator):
         None: min-max over the ps tasks with 64 MB slices.
       config: a `RunConfig`.
       warm_start_from: a checkpoint to start from, or a `WarmStartSettings`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` (summed over the
-        batch) or `SUM_OVER_BATCH_SIZE`.
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
       batch_norm: whether to batch-normalise each hidden layer's output.
 
     Raises:
       ValueError: n_classes < 2, a bad label_vocabulary or loss_reduction.
     """
-    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
-                                         estimator_rules.head_loss_reduction(loss_reduction))
+    head = default_heads.v1_classifier_head(n_classes, weight_column, label_vocabulary,
+                                            loss_reduction)
     model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
                              dropout, batch_norm, v1=True,
                              input_layer_partitioner=input_layer_partitioner)
@@ -444,15 +445,15 @@ class DNNRegressorV1(Estimator):
       input_layer_partitioner: the partitioner of the input layer's variables.
       config: a `RunConfig`.
       warm_start_from: a checkpoint to start from, or a `WarmStartSettings`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` or
-        `SUM_OVER_BATCH_SIZE`.
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
       batch_norm: whether to batch-normalise each hidden layer's output.
 
     Raises:
       ValueError: a bad label_dimension or loss_reduction.
     """
-    head = default_heads.regression_head(label_dimension, weight_column,
-                                         estimator_rules.head_loss_reduction(loss_reduction))
+    head = default_heads.v1_regression_head(label_dimension, weight_column, loss_reduction)
     model_fn = _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn,
                              dropout, batch_norm, v1=True,
                              input_layer_partitioner=input_layer_partitioner)

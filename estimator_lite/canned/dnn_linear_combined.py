@@ -571,8 +571,9 @@ class DNNLinearCombinedClassifierV1(Estimator):
         the linear model; None: min-max over the ps tasks with 64 MB slices.
       config: a `RunConfig`.
       warm_start_from: a checkpoint to start from, or a `WarmStartSettings`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` (summed over the
-        batch) or `SUM_OVER_BATCH_SIZE`.
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
       batch_norm: whether to batch-normalise each hidden layer's output.
       linear_sparse_combiner: "sum", "mean" or "sqrtn".
 
@@ -580,9 +581,8 @@ class DNNLinearCombinedClassifierV1(Estimator):
       ValueError: neither part has feature columns; the head's checks.
     """
     model_fn = _dnn_linear_combined_model_fn(
-        lambda: default_heads.classifier_head(
-            n_classes, weight_column, label_vocabulary,
-            estimator_rules.head_loss_reduction(loss_reduction)),
+        lambda: default_heads.v1_classifier_head(
+            n_classes, weight_column, label_vocabulary, loss_reduction),
         linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
         dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner,
         v1=True, input_layer_partitioner=input_layer_partitioner)
@@ -623,8 +623,9 @@ class DNNLinearCombinedRegressorV1(Estimator):
         the linear model.
       config: a `RunConfig`.
       warm_start_from: a checkpoint to start from, or a `WarmStartSettings`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` or
-        `SUM_OVER_BATCH_SIZE`.
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
       batch_norm: whether to batch-normalise each hidden layer's output.
       linear_sparse_combiner: "sum", "mean" or "sqrtn".
 
@@ -632,8 +633,7 @@ class DNNLinearCombinedRegressorV1(Estimator):
       ValueError: neither part has feature columns; the head's checks.
     """
     model_fn = _dnn_linear_combined_model_fn(
-        lambda: default_heads.regression_head(
-            label_dimension, weight_column, estimator_rules.head_loss_reduction(loss_reduction)),
+        lambda: default_heads.v1_regression_head(label_dimension, weight_column, loss_reduction),
         linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
         dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner,
         v1=True, input_layer_partitioner=input_layer_partitioner)

@@ -88,38 +88,6 @@ def linear_learning_rate(num_linear_feature_columns: int, max_learning_rate: flo
   return min(max_learning_rate, 1.0 / math.sqrt(num_linear_feature_columns))
 
 
-def head_loss_reduction(loss_reduction: str) -> str:
-  """The Keras 2 reduction a head gets for a v1 estimator's `tf.compat.v1.losses.Reduction`.
-
-  tf.estimator's v1 estimators took `tf.compat.v1.losses.Reduction` values
-  (SUM, "weighted_sum", by default); the heads take Keras 2's. SUM and
-  SUM_OVER_BATCH_SIZE map to the Keras values of the same meaning; a Keras
-  value passes unchanged.
-
-  Args:
-    loss_reduction: a `tf.compat.v1.losses.Reduction` or
-      `tf_keras.losses.Reduction` value.
-
-  Returns:
-    The `tf_keras.losses.Reduction` value.
-
-  Raises:
-    ValueError: MEAN, SUM_BY_NONZERO_WEIGHTS or NONE, which have no Keras
-      counterpart, or an unknown value.
-  """
-  v1 = tf.compat.v1.losses.Reduction
-  mapped = {v1.SUM: tf_keras.losses.Reduction.SUM,
-            v1.SUM_OVER_BATCH_SIZE: tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE}
-  if loss_reduction in mapped:
-    return mapped[loss_reduction]
-  if loss_reduction in tf_keras.losses.Reduction.all():
-    return loss_reduction
-  raise ValueError(
-      f"Invalid loss_reduction: {loss_reduction}. estimator_lite's v1 canned "
-      "estimators take tf.compat.v1.losses.Reduction.SUM (the default) or "
-      "SUM_OVER_BATCH_SIZE; MEAN and SUM_BY_NONZERO_WEIGHTS are not supported.")
-
-
 def count_steps_with_global_step(optimizer: Any) -> None:
   """Makes a Keras 2 optimizer count its steps with the global step, as tf.estimator 2.15 did.
 

@@ -420,16 +420,17 @@ class LinearClassifierV1(Estimator):
       partitioner: a variable partitioner for the model's variables.
       warm_start_from: a checkpoint (or its directory) or a
         `WarmStartSettings`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` or
-        `SUM_OVER_BATCH_SIZE` (or the `tf_keras.losses.Reduction` values).
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
       sparse_combiner: "sum", "mean" or "sqrtn".
 
     Raises:
-      ValueError: `n_classes` < 2, an invalid vocabulary, or a reduction with
-        no Keras counterpart (MEAN, SUM_BY_NONZERO_WEIGHTS).
+      ValueError: `n_classes` < 2, an invalid vocabulary, or a `loss_reduction`
+        of NONE.
     """
-    head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary,
-                                         estimator_rules.head_loss_reduction(loss_reduction))
+    head = default_heads.v1_classifier_head(n_classes, weight_column, label_vocabulary,
+                                            loss_reduction)
     super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
                                                v1=True, partitioner=partitioner),
                      model_dir=model_dir, config=config, warm_start_from=warm_start_from)
@@ -461,15 +462,15 @@ class LinearRegressorV1(Estimator):
       partitioner: a variable partitioner for the model's variables.
       warm_start_from: a checkpoint (or its directory) or a
         `WarmStartSettings`.
-      loss_reduction: `tf.compat.v1.losses.Reduction.SUM` or
-        `SUM_OVER_BATCH_SIZE`.
+      loss_reduction: a `tf.compat.v1.losses.Reduction` other than NONE:
+        `SUM` (the default), `MEAN`, `SUM_OVER_BATCH_SIZE` or
+        `SUM_BY_NONZERO_WEIGHTS`.
       sparse_combiner: "sum", "mean" or "sqrtn".
 
     Raises:
       ValueError: an invalid `label_dimension` or reduction.
     """
-    head = default_heads.regression_head(label_dimension, weight_column,
-                                         estimator_rules.head_loss_reduction(loss_reduction))
+    head = default_heads.v1_regression_head(label_dimension, weight_column, loss_reduction)
     super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
                                                v1=True, partitioner=partitioner),
                      model_dir=model_dir, config=config, warm_start_from=warm_start_from)

@@ -209,11 +209,6 @@ def test_linear_logit_fn_builder_in_a_custom_model_fn(tmp_path):
   assert names["linear/linear_model/bias_weights"] == [1]
 
 
-def test_v1_loss_reductions_without_a_keras_counterpart_are_refused():
-  with pytest.raises(ValueError, match="Invalid loss_reduction: weighted_mean"):
-    est.compat.v1.LinearClassifier(_columns(), loss_reduction=tf.compat.v1.losses.Reduction.MEAN)
-
-
 def test_an_optimizer_instance_trains_once_and_the_error_says_what_to_pass(tmp_path):
   regressor = est.LinearRegressor([fc.numeric_column("x")], model_dir=str(tmp_path),
                                   optimizer=tf_keras.optimizers.legacy.Ftrl(0.1))
