@@ -1,4 +1,4 @@
-"""The head of a compat.v1 canned Classifier or Regressor: a v2 head whose loss is reduced as v1's.
+"""The head of a compat.v1 canned Classifier or Regressor: a v2 head, reduced and measured as v1's.
 
 tf.estimator 2.15's v1 canned classes trained on its v1 heads, which differ
 from the v2 heads in ways a program sees:
@@ -8,9 +8,12 @@ from the v2 heads in ways a program sees:
   `tf.compat.v1.losses.compute_weighted_loss(unreduced_loss, weights,
   reduction)`, and the train op, the `loss` summary and evaluate()'s `loss`
   all use it.
+* A binary classifier's `auc` and `auc_precision_recall` are
+  `tf.compat.v1.metrics.auc` (trapezoids), not Keras's AUC (which
+  interpolates the PR curve).
 
 `V1Head` wraps the v2 head (built to SUM the weighted loss, or to take
-SUM_OVER_BATCH_SIZE as it is) and reduces its loss as v1 did.
+SUM_OVER_BATCH_SIZE as it is) and adds those.
 """
 from __future__ import annotations
 
@@ -194,8 +197,28 @@ class V1Head(base_head.Head):
     updated = self._head.update_metrics(
         eval_metrics=eval_metrics, features=features, logits=logits, labels=labels,
         regularization_losses=regularization_losses)
-    del features, logits, labels
+    if self._binary:
+      self._replace_aucs(updated, features, logits, labels)
     return updated
+
+  def _replace_aucs(self, eval_metrics: Dict[str, Any], features: base_head.Features,
+                    logits: Any, labels: Any) -> None:
+    """Puts tf.estimator 2.15's v1 `auc` and `auc_precision_recall` into `eval_metrics`."""
+    with tf.compat.v1.name_scope("v1_metrics", values=(logits, labels)):
+      labels = labels_lib.check_dense_labels_match_logits_and_reshape(
+          labels=labels, logits=logits, expected_labels_dimension=1)
+      if self._label_vocabulary is not None:
+        labels = classes_lib.class_id_table(self._label_vocabulary).lookup(labels)
+      labels = tf.cast(labels, tf.float32)
+      logistic = tf.cast(
+          self._head.predictions(logits, keys=(PredictionKeys.LOGISTIC,))[PredictionKeys.LOGISTIC],
+          tf.float32)
+      weights = weights_lib.get_weights_and_check_match_logits(
+          features=features, weight_column=self._weight_column, logits=logits)
+      weights = tf_internals.broadcast_weights(weights, logistic)
+      for key, curve in ((MetricKeys.AUC, "ROC"), (MetricKeys.AUC_PR, "PR")):
+        eval_metrics[base_head.summary_key(self.name, key)] = tf.compat.v1.metrics.auc(
+            labels=labels, predictions=logistic, weights=weights, curve=curve, name=key)
 
   def create_estimator_spec(self, features: base_head.Features, mode: str, logits: Any,
                             labels: Any = None, optimizer: Any = None,

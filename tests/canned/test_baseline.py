@@ -21,9 +21,6 @@ sys.path.insert(0, os.path.join(TESTS_DIR, "reference"))
 import make_linear_fixture as lf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 BASELINE_CASES = [name for name in lf.CASES if "baseline" in name]
-# tf.estimator 2.15's v1 heads computed the AUCs with tf.compat.v1.metrics
-# (careful_interpolation); the heads here use Keras 2's AUC, as 2.15's v2 heads.
-V1_HEAD_ONLY_METRICS = ("auc", "auc_precision_recall")
 
 
 @pytest.fixture(scope="module")
@@ -32,20 +29,12 @@ def expected():
     return json.load(f)["cases"]
 
 
-def _drop_v1_head_metrics(name, record):
-  if name.startswith("v1_") and lf.CASES[name][0] != "regression":
-    for key in V1_HEAD_ONLY_METRICS:
-      record["evaluate"].pop(key, None)
-
-
 @pytest.mark.parametrize("name", BASELINE_CASES)
 def test_trains_evaluates_and_predicts_as_tf_estimator_2_15(name, expected, tmp_path):
   api = lf.Api(tf, est, est.compat.v1, tf_keras.optimizers.legacy,
                lf.write_vocabulary_file(str(tmp_path)))
   got = lf.run_case(api, name, str(tmp_path / "model"))
   want = json.loads(json.dumps(expected[name]))
-  _drop_v1_head_metrics(name, got)
-  _drop_v1_head_metrics(name, want)
   assert got["variables"] == want["variables"]
   assert lf.differences(got, want) == []
 

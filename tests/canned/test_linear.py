@@ -25,9 +25,6 @@ import make_linear_fixture as lf  # pylint: disable=g-import-not-at-top,wrong-im
 
 fc = tf.feature_column
 LINEAR_CASES = [name for name in lf.CASES if "linear" in name]
-# tf.estimator 2.15's v1 heads computed the AUCs with tf.compat.v1.metrics
-# (careful_interpolation); the heads here use Keras 2's AUC, as 2.15's v2 heads.
-V1_HEAD_ONLY_METRICS = ("auc", "auc_precision_recall")
 
 
 @pytest.fixture(scope="module")
@@ -42,18 +39,10 @@ def api(tmp_path):
                 lf.write_vocabulary_file(str(tmp_path)))
 
 
-def _drop_v1_head_metrics(name, record):
-  if name.startswith("v1_") and lf.CASES[name][0] != "regression":
-    for key in V1_HEAD_ONLY_METRICS:
-      record["evaluate"].pop(key, None)
-
-
 @pytest.mark.parametrize("name", LINEAR_CASES)
 def test_trains_evaluates_predicts_and_exports_as_tf_estimator_2_15(name, api, expected, tmp_path):
   got = lf.run_case(api, name, str(tmp_path / "model"))
   want = json.loads(json.dumps(expected[name]))
-  _drop_v1_head_metrics(name, got)
-  _drop_v1_head_metrics(name, want)
   # Names first: a checkpoint is only portable if they are identical.
   assert got["variables"] == want["variables"]
   assert lf.differences(got, want) == []

@@ -49,20 +49,6 @@ RESUME_STEPS = 2
 REF_TIMEOUT_S = 300
 CASES = sorted(cc.CASES)
 
-# (case, evaluate() key) -> why estimator_lite's value differs from
-# tf.estimator 2.15's. The other comparisons leave these keys out;
-# test_known_difference_remains checks each one still differs (strict xfail):
-# remove the entry once estimator_lite matches.
-KNOWN_DIFFERENCES = {
-    ("dnn_classifier_v1", "auc_precision_recall"):
-        "tf.estimator 2.15's v1 binary head summed the PR curve with "
-        "tf.compat.v1.metrics.auc(curve='PR')'s default trapezoidal rule "
-        "(0.80952 on the fixture); estimator_lite's compat.v1 estimators use "
-        "the v2 head's Keras AUC(curve='PR'), which interpolates (0.80296). "
-        "See estimator_lite/head/base_head.py's notes on v1 heads.",
-}
-
-
 @pytest.fixture(scope="module")
 def expected():
   with open(os.path.join(FIXTURE_DIR, "expected.json")) as f:
@@ -87,11 +73,6 @@ def _attempt(failures, aspect, check):
 def _report(failures):
   return "\n".join(f"[{aspect}]\n  " + "\n  ".join(diffs)
                    for aspect, diffs in failures.items())
-
-
-def _known_left_out(case, metrics):
-  return {key: value for key, value in metrics.items()
-          if (case, key) not in KNOWN_DIFFERENCES}
 
 
 def _finite_checkpoint(model_dir):
@@ -123,9 +104,7 @@ def test_estimator_lite_reads_and_resumes_tf215_model_dir(case, expected, tmp_pa
   # From tf.estimator's checkpoint, no training first: same metrics, same
   # predictions (keys and values).
   _attempt(failures, "evaluate", lambda: cc.compare(
-      _known_left_out(case, want["evaluate"]),
-      _known_left_out(case, cc.to_json(
-          estimator.evaluate(cc.eval_input_fn(case)))),
+      want["evaluate"], cc.to_json(estimator.evaluate(cc.eval_input_fn(case))),
       TOL, "evaluate"))
   _attempt(failures, "predict", lambda: cc.compare(
       want["predict"],
@@ -219,8 +198,7 @@ def test_tf215_reads_and_resumes_estimator_lite_model_dir(case, expected,
   _attempt(failures, "variables", lambda: cc.compare(
       want_variables, lite[case]["variables"], 0, "estimator_lite wrote"))
   _attempt(failures, "evaluate", lambda: cc.compare(
-      _known_left_out(case, ref[case]["evaluate"]),
-      _known_left_out(case, lite[case]["evaluate"]), TOL, "evaluate"))
+      ref[case]["evaluate"], lite[case]["evaluate"], TOL, "evaluate"))
   _attempt(failures, "predict", lambda: cc.compare(
       ref[case]["predict"], lite[case]["predict"], TOL, "predict"))
   resumed = ref[case]["resume"]
@@ -241,20 +219,7 @@ def test_estimator_lite_trains_as_tf215_did(case, expected, reverse_runs):
   lite, _ = reverse_runs
   assert "error" not in lite[case], lite[case].get("error")
   want = expected["cases"][case]
-  diffs = (cc.compare(_known_left_out(case, want["evaluate"]),
-                      _known_left_out(case, lite[case]["evaluate"]), TOL,
-                      "evaluate") +
+  diffs = (cc.compare(want["evaluate"], lite[case]["evaluate"], TOL, "evaluate") +
            cc.compare(want["predict"], lite[case]["predict"], TOL, "predict"))
   assert not diffs, (f"{case}: estimator_lite trained from the same seed, "
                      f"tf.estimator 2.15's fixture differs:\n  " + "\n  ".join(diffs))
-
-
-@pytest.mark.parametrize("case,key", [
-    pytest.param(case, key, marks=pytest.mark.xfail(strict=True, reason=reason))
-    for (case, key), reason in sorted(KNOWN_DIFFERENCES.items())])
-def test_known_difference_remains(case, key, reverse_runs):
-  # Both numbers come from the same estimator_lite model_dir: tf.estimator
-  # 2.15's evaluate() and estimator_lite's.
-  lite, ref = reverse_runs
-  assert not cc.compare(ref[case]["evaluate"][key], lite[case]["evaluate"][key],
-                        TOL, key)
