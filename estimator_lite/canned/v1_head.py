@@ -1,7 +1,7 @@
 """The head of a compat.v1 canned Classifier or Regressor: a v2 head, reduced and measured as v1's.
 
 tf.estimator 2.15's v1 canned classes trained on its v1 heads, which differ
-from the v2 heads in ways a program sees:
+from the v2 heads in three ways a program sees:
 
 * `loss_reduction` is a `tf.compat.v1.losses.Reduction`, MEAN and
   SUM_BY_NONZERO_WEIGHTS included: the training loss is
@@ -11,9 +11,11 @@ from the v2 heads in ways a program sees:
 * A binary classifier's `auc` and `auc_precision_recall` are
   `tf.compat.v1.metrics.auc` (trapezoids), not Keras's AUC (which
   interpolates the PR curve).
+* With SUM reduction a training step also writes an `average_loss` summary:
+  the loss over the sum of the example weights.
 
 `V1Head` wraps the v2 head (built to SUM the weighted loss, or to take
-SUM_OVER_BATCH_SIZE as it is) and adds those.
+SUM_OVER_BATCH_SIZE as it is) and adds those three.
 """
 from __future__ import annotations
 
@@ -256,4 +258,13 @@ class V1Head(base_head.Head):
         trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
         regularization_losses=regularization_losses,
         export_outputs_fn=lambda predictions: {})  # not used outside PREDICT
+    if mode == ModeKeys.TRAIN and self._v1_reduction == _V1.SUM:
+      with tf.compat.v1.name_scope(self.name, "head"):
+        training_loss = (spec.loss if regularization_losses is None else
+                         self._training_loss(labels, logits, features, mode))
+        average_loss = training_loss / tf.math.reduce_sum(
+            self._example_weights(features, logits))
+      with tf.compat.v1.name_scope(""):
+        tf.compat.v1.summary.scalar(
+            base_head.summary_key(self.name, MetricKeys.LOSS_MEAN), average_loss)
     return spec

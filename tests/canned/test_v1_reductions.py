@@ -4,8 +4,8 @@ tests/data/v1_reduction_expected.json holds what tf.estimator 2.15's v1
 LinearClassifier, LinearRegressor and DNNClassifier did with a weight column
 (one weight 0) under SUM, MEAN, SUM_OVER_BATCH_SIZE and
 SUM_BY_NONZERO_WEIGHTS (tests/reference/make_v1_reduction_fixture.py): the
-`loss` summary of each training step, the trained variables and evaluate()'s
-dict. The same cases
+`loss` summary of each training step, the training summary tags (`average_loss`
+with SUM only), the trained variables and evaluate()'s dict. The same cases
 run here with estimator_lite.compat.v1 and must agree to 1e-4.
 """
 import json
@@ -40,6 +40,7 @@ def test_trains_and_evaluates_as_tf_estimator_2_15(case, reduction, expected, tm
   got = fixture.run_case(case, reduction, est.compat.v1, tf, est.RunConfig, str(tmp_path))
 
   np.testing.assert_allclose(got["losses"], want["losses"], rtol=TOL, atol=TOL)
+  assert got["summary_tags"] == want["summary_tags"]
   assert sorted(got["variables"]) == sorted(want["variables"])
   for name, value in want["variables"].items():
     np.testing.assert_allclose(got["variables"][name], value, rtol=TOL, atol=TOL, err_msg=name)
