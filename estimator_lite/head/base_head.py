@@ -27,22 +27,22 @@ probability thresholds (`threshold_metrics.py`); `single_head.py` builds a
 one-label head's loss, metrics and spec from them.
 
 How tf.estimator 2.15's v1 heads (`tf.compat.v1.estimator`'s canned
-estimators, built on its older `canned/head.py`) differed from these, for the
-compat.v1 canned estimators that reuse these heads:
+estimators, built on its older `canned/head.py`) differed from these; the
+compat.v1 canned estimators wrap these heads to do as v1 did
+(`estimator_lite/canned/v1_head.py`):
 
-* v1 reduced the training loss with `tf.compat.v1.losses.Reduction.SUM`
-  ("weighted_sum") by default; here that is Keras 2's `Reduction.SUM`
-  ("sum"), the same weighted sum over the batch. As in 2.15's v2 heads,
-  `loss_reduction` takes only Keras 2 reductions: a v1 estimator maps its
-  argument before building the head.
+* v1 reduced the training loss with any `tf.compat.v1.losses.Reduction`
+  (SUM by default); these heads take only Keras 2 reductions, so the v1
+  wrapper trains them with SUM and rescales for MEAN and
+  SUM_BY_NONZERO_WEIGHTS.
 * v1 heads built their train op with `train_op_fn(loss)` only (a
   `tf.compat.v1.train` optimizer's `minimize`); pass it as `train_op_fn`.
-* v1 heads computed eval metrics with `tf.compat.v1.metrics` (AUCs with
-  that function's default trapezoidal summation, where Keras's AUC
-  interpolates; accuracy/precision/recall at a threshold counting
-  `>= threshold`, where Keras counts `> threshold`), so v1 AUCs can differ
-  slightly from these heads'; v1 heads also wrote an `average_loss` training
-  summary. These heads use Keras 2 metrics, as 2.15's v2 heads did.
+* v1 binary heads computed `auc` and `auc_precision_recall` with
+  `tf.compat.v1.metrics.auc` (trapezoidal summation, where Keras's AUC
+  interpolates the PR curve), and wrote an `average_loss` training summary
+  under SUM; the v1 wrapper does both. These heads use Keras 2 metrics, as
+  2.15's v2 heads did (thresholded metrics count `> threshold`; v1 counted
+  `>= threshold`).
 * v1's label range message read "Labels must <= n_classes - 1".
 """
 from __future__ import annotations

@@ -29,10 +29,6 @@ import tf_keras  # pylint: disable=g-import-not-at-top,wrong-import-position
 fc = tf.feature_column
 fc1 = tf.compat.v1.feature_column
 TOL = 1e-4
-# tf.estimator 2.15's v1 heads computed the PR AUC with careful interpolation;
-# the heads estimator_lite's v1 estimators share compute it as 2.15's v2 heads
-# did (see estimator_lite/head/base_head.py). The difference is < 0.01 here.
-V1_PR_AUC_TOL = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +74,7 @@ def test_tf215_model_dir_evaluates_predicts_and_resumes(name, expected, tmp_path
   estimator = fixture.make_estimator(name, est, est.compat.v1, fc, model_dir)
 
   metrics = fixture.to_json(estimator.evaluate(fixture.input_fn(tf, name)))
-  tols = {"auc_precision_recall": V1_PR_AUC_TOL} if name.endswith("_v1") else {}
-  _assert_close(metrics, wanted["evaluate"], "evaluate", tols)
+  _assert_close(metrics, wanted["evaluate"], "evaluate")
   predictions = fixture.to_json(list(estimator.predict(
       fixture.input_fn(tf, name, with_labels=False))))
   _assert_close(predictions, wanted["predict"], "predict")
