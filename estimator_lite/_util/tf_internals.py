@@ -215,23 +215,22 @@ def reset_keras3_layer_names() -> None:
 
 # -- heads ----------------------------------------------------------------------------
 def numeric_column_dense_tensor(column: Any, features: Any) -> Any:
-  """The dense tensor a weight column (v1 or v2 NumericColumn) reads from `features`.
+  """The dense tensor a weight column (a NumericColumn) reads from `features`.
 
   tf.estimator's heads asked the column itself for its tensor, so a
   NumericColumn's `normalizer_fn` and its "not in features dictionary" error
   apply to weights as they do to inputs. Feature columns offer that only
-  through their private transformation caches.
+  through their transformation cache, a non-public class. Both
+  `tf.feature_column.numeric_column` and `tf.compat.v1.feature_column.numeric_column`
+  make this NumericColumn class on TF >= 2.16.
 
   Raises:
-    TypeError: `column` is neither kind of NumericColumn (tf.estimator's text).
+    TypeError: `column` is not a NumericColumn (tf.estimator's text).
     ValueError: the column's key is missing from `features`.
   """
-  from tensorflow.python.feature_column import feature_column as _fc_v1  # pylint: disable=g-import-not-at-top
   from tensorflow.python.feature_column import feature_column_v2 as _fc_v2  # pylint: disable=g-import-not-at-top
   if isinstance(column, _fc_v2.NumericColumn):
     return column.get_dense_tensor(_fc_v2.FeatureTransformationCache(features), None)
-  if isinstance(column, _fc_v1._NumericColumn):  # pylint: disable=protected-access
-    return column._get_dense_tensor(_fc_v1._LazyBuilder(features))  # pylint: disable=protected-access
   raise TypeError(
       f"Weight column must be either a string or NumericColumn. Given type: {type(column)}. "
       "Pass the feature's name or tf.feature_column.numeric_column(name).")
