@@ -19,5 +19,7 @@ if _tf_package not in ("tensorflow", "tensorflow-cpu"):
 # tf-keras: the canned estimators train with Keras 2's OptimizerV2 classes and
 # build their layers with it, as tf.estimator 2.15 did (their checkpoints hold
 # those variables); Keras 3 cannot build graph-mode train ops.
+# libcst: `python -m estimator_lite.migrate` rewrites programs on their
+# concrete syntax tree, so formatting and comments survive.
 setup(install_requires=[f"{_tf_package}{_TF_RANGE}", "numpy", "attrs>=22.2",
-                        "tf-keras>=2.16,<2.22"])
+                        "tf-keras>=2.16,<2.22", "libcst>=1.1"])

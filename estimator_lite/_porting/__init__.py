@@ -1,0 +1,1 @@
+"""Porting tf.estimator programs: the import table, the import hooks, the rewriter."""
