@@ -1,60 +1,120 @@
 """estimator_lite: the tf.estimator API on current TensorFlow.
 
 Replace `tf.estimator` with `estimator_lite` (`import estimator_lite as est`).
+
+The names below are imported on first use: `import estimator_lite` alone does
+not import TensorFlow, so the command-line tools (`python -m
+estimator_lite.launch`, `.run`, `.migrate`) answer `--help` at once and the
+migration tool never loads TensorFlow.
 """
-from typing import Any
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from estimator_lite._util import legacy_keras
 
 # Must run before anything resolves tf.keras / tf.compat.v1.layers.
 legacy_keras.select_legacy_keras()
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
-from estimator_lite import compat
-from estimator_lite import experimental
-from estimator_lite import export
-from estimator_lite import inputs
-from estimator_lite.estimator import Estimator
-from estimator_lite.estimator_spec import EstimatorSpec
-from estimator_lite.export.exporter import BestExporter
-from estimator_lite.export.exporter import Exporter
-from estimator_lite.export.exporter import FinalExporter
-from estimator_lite.export.exporter import LatestExporter
-from estimator_lite.hooks import CheckpointSaverHook
-from estimator_lite.hooks import CheckpointSaverListener
-from estimator_lite.hooks import FeedFnHook
-from estimator_lite.hooks import FinalOpsHook
-from estimator_lite.hooks import GlobalStepWaiterHook
-from estimator_lite.hooks import LoggingTensorHook
-from estimator_lite.hooks import NanLossDuringTrainingError
-from estimator_lite.hooks import NanTensorHook
-from estimator_lite.hooks import ProfilerHook
-from estimator_lite.hooks import SecondOrStepTimer
-from estimator_lite.hooks import SessionRunArgs
-from estimator_lite.hooks import SessionRunContext
-from estimator_lite.hooks import SessionRunHook
-from estimator_lite.hooks import SessionRunValues
-from estimator_lite.hooks import StepCounterHook
-from estimator_lite.hooks import StopAtStepHook
-from estimator_lite.hooks import StopAtTimeHook
-from estimator_lite.hooks import SummarySaverHook
-from estimator_lite._session.preemption import Preempted
-from estimator_lite import canned
-from estimator_lite.mode_keys import ModeKeys
-from estimator_lite.run_config import RunConfig
-from estimator_lite.training import EvalSpec
-from estimator_lite.training import TrainSpec
-from estimator_lite.training import train_and_evaluate
-from estimator_lite.warm_starting import VocabInfo
-from estimator_lite.warm_starting import WarmStartSettings
-
 __version__ = "0.1.0"
+
+# Every public name of the package, and the module it lives in: the one list.
+# (The TYPE_CHECKING block below repeats it for type checkers;
+# tests/test_package_names.py checks the two agree.)
+_NAMES: Dict[str, str] = {
+    "Estimator": "estimator_lite.estimator",
+    "EstimatorSpec": "estimator_lite.estimator_spec",
+    "BestExporter": "estimator_lite.export.exporter",
+    "Exporter": "estimator_lite.export.exporter",
+    "FinalExporter": "estimator_lite.export.exporter",
+    "LatestExporter": "estimator_lite.export.exporter",
+    "CheckpointSaverHook": "estimator_lite.hooks",
+    "CheckpointSaverListener": "estimator_lite.hooks",
+    "FeedFnHook": "estimator_lite.hooks",
+    "FinalOpsHook": "estimator_lite.hooks",
+    "GlobalStepWaiterHook": "estimator_lite.hooks",
+    "LoggingTensorHook": "estimator_lite.hooks",
+    "NanLossDuringTrainingError": "estimator_lite.hooks",
+    "NanTensorHook": "estimator_lite.hooks",
+    "ProfilerHook": "estimator_lite.hooks",
+    "SecondOrStepTimer": "estimator_lite.hooks",
+    "SessionRunArgs": "estimator_lite.hooks",
+    "SessionRunContext": "estimator_lite.hooks",
+    "SessionRunHook": "estimator_lite.hooks",
+    "SessionRunValues": "estimator_lite.hooks",
+    "StepCounterHook": "estimator_lite.hooks",
+    "StopAtStepHook": "estimator_lite.hooks",
+    "StopAtTimeHook": "estimator_lite.hooks",
+    "SummarySaverHook": "estimator_lite.hooks",
+    "Preempted": "estimator_lite._session.preemption",
+    "ModeKeys": "estimator_lite.mode_keys",
+    "RunConfig": "estimator_lite.run_config",
+    "EvalSpec": "estimator_lite.training",
+    "TrainSpec": "estimator_lite.training",
+    "train_and_evaluate": "estimator_lite.training",
+    "VocabInfo": "estimator_lite.warm_starting",
+    "WarmStartSettings": "estimator_lite.warm_starting",
+}
+# Subpackages reachable as attributes (`est.export.ServingInputReceiver`).
+_SUBMODULES = ("canned", "compat", "experimental", "export", "inputs")
+
+if TYPE_CHECKING:
+  # pylint: disable=g-import-not-at-top,unused-import
+  from estimator_lite import canned
+  from estimator_lite import compat
+  from estimator_lite import experimental
+  from estimator_lite import export
+  from estimator_lite import inputs
+  from estimator_lite._session.preemption import Preempted
+  from estimator_lite.estimator import Estimator
+  from estimator_lite.estimator_spec import EstimatorSpec
+  from estimator_lite.export.exporter import BestExporter
+  from estimator_lite.export.exporter import Exporter
+  from estimator_lite.export.exporter import FinalExporter
+  from estimator_lite.export.exporter import LatestExporter
+  from estimator_lite.hooks import CheckpointSaverHook
+  from estimator_lite.hooks import CheckpointSaverListener
+  from estimator_lite.hooks import FeedFnHook
+  from estimator_lite.hooks import FinalOpsHook
+  from estimator_lite.hooks import GlobalStepWaiterHook
+  from estimator_lite.hooks import LoggingTensorHook
+  from estimator_lite.hooks import NanLossDuringTrainingError
+  from estimator_lite.hooks import NanTensorHook
+  from estimator_lite.hooks import ProfilerHook
+  from estimator_lite.hooks import SecondOrStepTimer
+  from estimator_lite.hooks import SessionRunArgs
+  from estimator_lite.hooks import SessionRunContext
+  from estimator_lite.hooks import SessionRunHook
+  from estimator_lite.hooks import SessionRunValues
+  from estimator_lite.hooks import StepCounterHook
+  from estimator_lite.hooks import StopAtStepHook
+  from estimator_lite.hooks import StopAtTimeHook
+  from estimator_lite.hooks import SummarySaverHook
+  from estimator_lite.mode_keys import ModeKeys
+  from estimator_lite.run_config import RunConfig
+  from estimator_lite.training import EvalSpec
+  from estimator_lite.training import TrainSpec
+  from estimator_lite.training import train_and_evaluate
+  from estimator_lite.warm_starting import VocabInfo
+  from estimator_lite.warm_starting import WarmStartSettings
 
 
 def __getattr__(name: str) -> Any:
-  # The canned estimators and heads are imported on first use.
-  if name in canned.V2_NAMES:
+  # PEP 562: called for names not yet in the module's namespace; each is
+  # imported once, then cached as a plain attribute.
+  if name in _NAMES:
+    value = getattr(importlib.import_module(_NAMES[name]), name)
+  elif name in _SUBMODULES:
+    value = importlib.import_module(f"{__name__}.{name}")
+  else:
+    canned = importlib.import_module(f"{__name__}.canned")
+    if name not in canned.V2_NAMES:
+      raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = canned.resolve(canned.V2_NAMES, name)
-    globals()[name] = value
-    return value
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+  globals()[name] = value
+  return value
+
+
+def __dir__() -> List[str]:
+  return sorted(set(globals()) | set(_NAMES) | set(_SUBMODULES))
