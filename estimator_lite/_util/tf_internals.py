@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Iterator, List, Optional
 
 import tensorflow as tf
@@ -313,3 +314,71 @@ def keras2_legacy_layer_classes() -> tuple:
   """
   from tf_keras.src.legacy_tf_layers import core, normalization  # pylint: disable=g-import-not-at-top
   return core.Dense, core.Dropout, normalization.BatchNormalization
+
+
+# -- model_to_estimator on tf-keras (Keras 2) ------------------------------------------
+# tf.estimator's model_to_estimator drove Keras 2's graph-mode (training_v1)
+# model directly: the clone's loss, train op and compiled metric objects exist
+# only as its private attributes. tf-keras 2.21 still has all of them.
+KERAS2_GLOBAL_STEP_NAME = "estimator_global_step"
+
+
+def keras2_is_graph_network(model: Any) -> bool:
+  """Whether a tf-keras model is Functional or Sequential (not a Model subclass)."""
+  return bool(getattr(model, "_is_graph_network", False))
+
+
+def keras2_train_loss_and_op(model: Any) -> tuple:
+  """(total loss, train op) of a compiled tf-keras clone built in the current graph."""
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)  # "state_updates will be removed"
+    model._make_train_function()  # pylint: disable=protected-access
+  return model.total_loss, model.train_function.updates_op
+
+
+def keras2_eval_loss(model: Any) -> Any:
+  """The total loss of a compiled tf-keras clone built in the current graph (eval)."""
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)  # "state_updates will be removed"
+    model._make_test_function()  # pylint: disable=protected-access
+  return model.total_loss
+
+
+def keras2_compiled_metrics(model: Any) -> list:
+  """The metric objects compile(metrics=...) made on a tf-keras clone (not add_metric's)."""
+  if not getattr(model, "_compile_metrics", None):
+    return []
+  return list(model._compile_metric_functions)  # pylint: disable=protected-access
+
+
+def keras2_weight_loss_by(model: Any, weights: List[Any]) -> None:
+  """Rebuilds a tf-keras clone's loss and weighted metrics with per-output sample weights."""
+  model._compile_weights_loss_and_weighted_metrics(weights)  # pylint: disable=protected-access
+
+
+def keras2_track_global_step(model: Any, global_step: Any) -> None:
+  """Makes the global step part of the model's object graph, as tf.estimator named it."""
+  model._track_trackable(global_step, KERAS2_GLOBAL_STEP_NAME)  # pylint: disable=protected-access
+
+
+def object_based_saver(root: Any) -> tf.compat.v1.train.Saver:
+  """A Saver that writes and reads `root`'s object-based checkpoint keys in graph mode.
+
+  tf.estimator saved a Keras model's checkpoints this way with
+  checkpoint_format='checkpoint': `layer_with_weights-0/kernel/.ATTRIBUTES/
+  VARIABLE_VALUE` and the `_CHECKPOINTABLE_OBJECT_GRAPH` entry, as
+  `model.save_weights` writes them.
+  """
+  return tf.compat.v1.train.Saver(
+      var_list=_graph_view.ObjectGraphView(root).frozen_saveable_objects(), sharded=True)
+
+
+def keras2_restore_subclassed_state(model: Any) -> None:
+  """Gives a subclassed tf-keras model back the layers cloning it reset in place.
+
+  Only when cloning saved them: restoring without that cache would reset
+  the model to never-compiled (its optimizer gone).
+  """
+  if getattr(model, "_original_attributes_cache", None) is not None:
+    import tf_keras  # pylint: disable=g-import-not-at-top
+    tf_keras.__internal__.models.in_place_subclassed_model_state_restoration(model)
