@@ -100,6 +100,28 @@ if TYPE_CHECKING:
   from estimator_lite.warm_starting import WarmStartSettings
 
 
+def install() -> None:
+  """Makes an unmodified tf.estimator program use estimator_lite, in this process.
+
+  For a notebook or any running interpreter (`python -m estimator_lite.run
+  prog.py` does the same for a whole program): afterwards `tf.estimator`,
+  `tf.compat.v1.estimator`, `tf.compat.v2.estimator`, the imports
+  `from tensorflow.estimator import ...`, `import tensorflow_estimator` and
+  `tf.keras.estimator.model_to_estimator` resolve to estimator_lite. Works
+  whether or not TensorFlow was imported before (it imports it); calling it
+  again does nothing. Logs one INFO line (TensorFlow's logger) saying what it
+  installed.
+
+  Raises:
+    ImportError: afterwards, from importing tensorflow_estimator's private
+      modules (`tensorflow_estimator.python.estimator.estimator`, ...), which
+      have no estimator_lite counterpart; the message says what to import.
+  """
+  # pylint: disable=g-import-not-at-top
+  from estimator_lite._porting import install as hooks
+  hooks.install()
+
+
 def __getattr__(name: str) -> Any:
   # PEP 562: called for names not yet in the module's namespace; each is
   # imported once, then cached as a plain attribute.
