@@ -97,7 +97,8 @@ def _run_script(script: str, program_args: List[str]) -> None:
   main_module = _fresh_main(os.path.abspath(script), spec=None, package=None)
   loader = importlib.machinery.SourceFileLoader("__main__", os.path.abspath(script))
   main_module.__loader__ = loader
-  _exec_guarded(lambda: exec(compile(source, script, "exec"), main_module.__dict__))
+  code = compile(source, os.path.abspath(script), "exec")
+  _exec_guarded(lambda: exec(code, main_module.__dict__))
 
 
 def _run_module(module: str, program_args: List[str]) -> None:
@@ -113,7 +114,7 @@ def _run_module(module: str, program_args: List[str]) -> None:
   sys.argv[0] = spec.origin or module
   main_module = _fresh_main(spec.origin, spec=spec, package=spec.parent)
   main_module.__loader__ = spec.loader
-  _exec_guarded(lambda: exec(code, main_module.__dict__))
+  _exec_guarded(lambda: exec(code, main_module.__dict__), under_runpy=True)
 
 
 def _module_spec(module: str) -> importlib.machinery.ModuleSpec:
@@ -150,22 +151,35 @@ def _fresh_main(origin: Optional[str], spec: Optional[importlib.machinery.Module
   return module
 
 
-def _exec_guarded(run: Callable[[], object]) -> None:
-  """Runs the program; an uncaught exception ends the process as under python."""
+def _exec_guarded(run: Callable[[], object], under_runpy: bool = False) -> None:
+  """Runs the program; an uncaught exception ends the process as under python.
+
+  Args:
+    run: runs the program's code.
+    under_runpy: the traceback starts with runpy's frames, as `python -m`'s.
+  """
   try:
     run()
   except SystemExit:
     raise
   except BaseException as error:  # pylint: disable=broad-except
-    _exit_like_python(error)
+    _exit_like_python(error, under_runpy)
 
 
-def _exit_like_python(error: BaseException) -> NoReturn:
+def _exit_like_python(error: BaseException, under_runpy: bool) -> NoReturn:
   # The traceback starts at the program's first frame: the runner's own
   # frames (this file, runpy) are left out, so it reads as python's would.
   tb = error.__traceback__
   while tb is not None and tb.tb_frame.f_code.co_filename in _RUNNER_FILES:
     tb = tb.tb_next
+  if under_runpy:
+    # `python -m` shows the two runpy frames that started the module; this
+    # runner was started by the very same ones (`python -m estimator_lite.run`).
+    frame = sys._getframe()  # pylint: disable=protected-access
+    while frame is not None:
+      if frame.f_code.co_filename in _RUNNER_FILES - {__file__}:
+        tb = types.TracebackType(tb, frame, frame.f_lasti, frame.f_lineno)
+      frame = frame.f_back  # type: ignore[assignment]
   error.__traceback__ = tb
   sys.excepthook(type(error), error, tb)
   if isinstance(error, KeyboardInterrupt):
@@ -177,7 +191,8 @@ def _exit_like_python(error: BaseException) -> NoReturn:
   raise SystemExit(1)
 
 
-_RUNNER_FILES = frozenset({__file__, runpy.__file__})
+# runpy's code names its file "<frozen runpy>" where the stdlib is frozen.
+_RUNNER_FILES = frozenset({__file__, runpy.__file__, "<frozen runpy>"})
 
 if __name__ == "__main__":
   main()
