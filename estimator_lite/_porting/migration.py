@@ -50,9 +50,15 @@ def iter_files(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
       yield path, "no such file or directory"
 
 
-def _syntax_error(error: cst.ParserSyntaxError) -> str:
-  return (f"syntax error at line {error.raw_line}, column {error.raw_column}: "
-          f"{error.message}")
+def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
+  # Python's own parser places the error better than libcst's; when Python
+  # accepts the code, libcst's grammar is the one that falls short.
+  try:
+    compile(data, "<file>", "exec", dont_inherit=True)
+  except SyntaxError as python_error:
+    return f"syntax error at line {python_error.lineno}: {python_error.msg}"
+  return (f"libcst cannot parse it (line {error.raw_line}, column "
+          f"{error.raw_column}: {error.message})")
 
 
 def _migrate_python(path: str, result: FileResult
@@ -62,7 +68,7 @@ def _migrate_python(path: str, result: FileResult
   try:
     module = cst.parse_module(data)
   except cst.ParserSyntaxError as e:
-    result.error = _syntax_error(e)
+    result.error = _syntax_error(data, e)
     return None
   except (UnicodeDecodeError, SyntaxError, LookupError) as e:
     result.error = f"cannot read the file as Python: {e}"

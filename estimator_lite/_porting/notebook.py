@@ -128,7 +128,12 @@ def migrate_notebook(text: str) -> NotebookResult:
   if not parts:
     return NotebookResult(text, [], problems)
   joined = "".join(parts)
-  result = rewriter.rewrite(cst.parse_module(joined))
+  try:
+    joined_module = cst.parse_module(joined)
+  except cst.ParserSyntaxError as e:
+    # Every cell parsed alone; together they should too.
+    raise ValueError(f"the code cells do not parse as one program: {e}") from e
+  result = rewriter.rewrite(joined_module)
   # Where each joined line came from: (cell, line in the cell).
   origin: Dict[int, Tuple[int, int]] = {}
   current, first = -1, 0

@@ -91,6 +91,16 @@ def _tracked(path: str) -> bool:
       _leads_to_table(path) or _is_tensorflow_estimator(path))
 
 
+def _unmapped_hint(path: str) -> str:
+  """The hint for a tensorflow_estimator path that names.target_of does not map."""
+  if names.is_private(path):
+    return names.PRIVATE_HINT
+  return (f"`{path}` has no counterpart in estimator_lite, and "
+          f"tensorflow_estimator does not import on TensorFlow 2.16+: use "
+          f"`estimator_lite.compat.v1` for `tensorflow_estimator.estimator`, "
+          f"`estimator_lite` for tf.estimator's v2 names")
+
+
 def _module_of(target: str) -> str:
   """The estimator_lite module to import for the dotted name `target`."""
   for module in _TARGET_MODULES:
@@ -382,9 +392,14 @@ class _Analyzer(cst.CSTVisitor):
       self.changes.append(Change(kind, self._line(node), self._code(node),
                                  target))
       return False
-    if names.is_private(path) or _is_tensorflow_estimator(path):
-      hint = names.PRIVATE_HINT
-      self.problems.append(Problem(self._line(node), self._code(node), hint))
+    if _is_tensorflow_estimator(path):
+      # Reported once, for the whole chain; its name stays in use.
+      self.problems.append(Problem(self._line(node), self._code(node),
+                                   _unmapped_hint(path)))
+      root = _dotted(node)
+      assert root is not None
+      self._uses[root.split(".")[0]].append(self._line(node))
+      return False
     node.value.visit(self)
     return False
 
@@ -431,7 +446,7 @@ class _Analyzer(cst.CSTVisitor):
                 f"(`import {_module_of(target)}`), or run the program "
                 f"unchanged with `python -m estimator_lite.run`")
       elif _is_tensorflow_estimator(name):
-        hint = names.PRIVATE_HINT
+        hint = _unmapped_hint(name)
       else:
         return
       self.problems.append(Problem(self._line(node), self._code(node), hint))
@@ -470,6 +485,7 @@ class _Analyzer(cst.CSTVisitor):
           "import added", line, "",
           f"import {module}" + (f" as {alias}" if alias else "")))
     self.changes.sort(key=lambda change: change.line)
+    self.problems.sort(key=lambda problem: problem.line)
 
   def _fresh_alias(self, module: str) -> str:
     alias = module.replace(".", "_") + "_"

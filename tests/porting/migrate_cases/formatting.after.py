@@ -1,0 +1,30 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+"""A model whose docstring names tf.estimator.Estimator (left alone)."""
+from __future__ import print_function
+
+import os  # the os module
+
+# TensorFlow, as tf.
+import estimator_lite
+import estimator_lite.compat.v1
+import tensorflow as tf  # keep this comment
+
+
+def model_fn(features, labels, mode):   # odd spacing is kept
+  """Uses tf.estimator.ModeKeys, says the docstring."""
+  if mode == estimator_lite.ModeKeys.PREDICT:  # predict
+    return estimator_lite.EstimatorSpec(
+        mode,   # the mode
+        predictions=features)
+  loss = tf.constant(0.0)
+  return estimator_lite.EstimatorSpec(mode,loss=loss,train_op=tf.no_op())
+
+
+config = estimator_lite.RunConfig(
+    model_dir=os.environ.get("MODEL_DIR"),  # where checkpoints go
+)
+hooks = [estimator_lite.StopAtStepHook(last_step=3) ,]
+MESSAGE = 'tf.estimator.RunConfig'  # a string is not code
+estimator_cls = (estimator_lite.compat.v1.Estimator)
+print(tf.__version__, MESSAGE)
