@@ -24,7 +24,8 @@ program reached it, each resolving to the estimator_lite module that
   `model_to_estimator` is estimator_lite.keras's (.v1's). tf-keras 2.21's own
   raises NotImplementedError. This stays lazy: nothing imports tf-keras until
   the program touches `tf.keras`; a tf-keras imported before `install()` has
-  its modules patched in place instead.
+  its modules patched in place instead, and a Keras 3 that `tf.keras`
+  already resolved to gets an `estimator` attribute.
 
 The finder sits first on `sys.meta_path`, ahead of a real tensorflow_estimator
 if one is installed (it could not work with TensorFlow 2.16+).
@@ -184,6 +185,20 @@ def _patch_loaded_keras() -> None:
     module.model_to_estimator = replacement.model_to_estimator  # type: ignore[attr-defined]
 
 
+def _patch_loaded_keras3() -> None:
+  """Gives a Keras 3 that `tf.keras` already resolved to an `estimator`.
+
+  That happens when the program touched `tf.keras` before estimator_lite
+  selected tf-keras (or chose Keras 3 with TF_USE_LEGACY_KERAS=0); Keras 3
+  has no `estimator`, and estimator_lite.keras also takes Keras 3 models.
+  """
+  module = sys.modules.get("keras._tf_keras.keras")
+  if module is not None and not hasattr(module, "estimator"):
+    keras_target = names.target_of("tensorflow.keras.estimator")
+    assert keras_target is not None
+    setattr(module, "estimator", importlib.import_module(keras_target))
+
+
 def install() -> bool:
   """Makes tf.estimator's import paths and attributes resolve to estimator_lite.
 
@@ -195,6 +210,7 @@ def install() -> bool:
   sys.meta_path.insert(0, EstimatorFinder())
   attributes = _set_tensorflow_attributes()
   _patch_loaded_keras()
+  _patch_loaded_keras3()
   # Imported here: TensorFlow is loaded by now, and its logger is the one
   # estimator_lite logs through.
   tensorflow = importlib.import_module("tensorflow")
