@@ -62,7 +62,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
       raise SystemExit(2)
     _install()
     _run_module(args[1], args[2:])
-  elif args[0].startswith("-") and args[0] != "-":
+  elif args[0].startswith("-") and args[0] != "-":  # "-": the program on stdin
     sys.stderr.write(f"unknown option {args[0]}\n" + USAGE)
     raise SystemExit(2)
   else:
@@ -78,6 +78,14 @@ def _install() -> None:
 
 
 def _run_script(script: str, program_args: List[str]) -> None:
+  if script == "-":
+    # The program from standard input, as `python - ARGS`.
+    sys.argv = ["-", *program_args]
+    sys.path[0] = ""
+    source = sys.stdin.read()
+    stdin_main = _fresh_main(None, spec=None, package=None)
+    _exec_guarded(lambda: exec(compile(source, "<stdin>", "exec"), stdin_main.__dict__))
+    return
   if not os.path.isfile(script):
     if os.path.isdir(script) or (os.path.exists(script) and script.endswith(".zip")):
       # A directory or zip with __main__.py, as python runs it.
@@ -97,8 +105,9 @@ def _run_script(script: str, program_args: List[str]) -> None:
   main_module = _fresh_main(os.path.abspath(script), spec=None, package=None)
   loader = importlib.machinery.SourceFileLoader("__main__", os.path.abspath(script))
   main_module.__loader__ = loader
-  code = compile(source, os.path.abspath(script), "exec")
-  _exec_guarded(lambda: exec(code, main_module.__dict__))
+  # Compiled inside the guard: a SyntaxError reads as python's, with no frames.
+  _exec_guarded(lambda: exec(compile(source, os.path.abspath(script), "exec"),
+                             main_module.__dict__))
 
 
 def _run_module(module: str, program_args: List[str]) -> None:
