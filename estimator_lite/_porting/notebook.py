@@ -27,6 +27,8 @@ _MAGIC_MARK = "pass  # estimator_lite.migrate: magic {} #"
 _MAGIC_MARK_RE = re.compile(
     r"^(\s*)pass  # estimator_lite\.migrate: magic (\d+) #$")
 _MAGIC_START = ("%", "!", "?")
+# Cell magics whose body is Python run in the notebook's namespace.
+_PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun", "debug")
 
 
 @dataclasses.dataclass
@@ -46,6 +48,14 @@ class NotebookResult:
 def _source_text(cell: Dict[str, Any]) -> str:
   source = cell.get("source", "")
   return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _foreign_cell(source: str) -> bool:
+  """Whether a cell magic makes the cell something else than notebook Python."""
+  first = source.lstrip().split("\n")[0]
+  if not first.startswith("%%"):
+    return False
+  return first[2:].split(" ")[0] not in _PYTHON_CELL_MAGICS
 
 
 def _mask(text: str, magics: List[str]) -> str:
@@ -116,12 +126,12 @@ def migrate_notebook(text: str) -> NotebookResult:
       continue
     source = _source_text(cell)
     masked = _mask(source, magics)
-    if not _parses(masked):
+    if _foreign_cell(source) or not _parses(masked):
       problems.append(Problem(
           1, source.split("\n")[0],
-          "cell skipped: libcst cannot parse it (a cell magic such as "
-          "%%bash, or a syntax error); port its tf.estimator uses by hand",
-          cell=index))
+          "cell skipped: it is not Python of the notebook (a cell magic such "
+          "as %%bash or %%writefile, or a syntax error); port its "
+          "tf.estimator uses by hand", cell=index))
       continue
     sources[index] = source
     parts.append(_CELL_MARK.format(index) + "\n" + masked.rstrip("\n") + "\n")

@@ -7,7 +7,7 @@ the names a module binds to TensorFlow modules (imports, `v1 = tf.compat.v1`)
 and decides every edit; `_Editor` applies them. Deciding first lets an import
 of tensorflow_estimator be dropped only once all its uses are known.
 
-The scheme (README, "Migrating a program"):
+The scheme (also in `python -m estimator_lite.migrate --help`):
 - an attribute chain that reaches a tf.estimator namespace is spelled in
   full from `estimator_lite` (`tf.estimator.RunConfig` ->
   `estimator_lite.RunConfig`, `tf.compat.v1.estimator.inputs.numpy_input_fn`
@@ -154,12 +154,6 @@ _Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
 @dataclasses.dataclass
-class _Binding:
-  path: str
-  top: int  # index of the top-level statement that made it
-
-
-@dataclasses.dataclass
 class _Plan:
   """The edits `_Analyzer` decided, keyed by id() of nodes of the tree."""
   # Attribute chains -> the dotted estimator_lite name that replaces them.
@@ -184,7 +178,8 @@ class _Analyzer(cst.CSTVisitor):
   def __init__(self, module: cst.Module) -> None:
     super().__init__()
     self._module = module
-    self._bindings: Dict[str, _Binding] = {}
+    # Names bound to a TensorFlow module path that leads to tf.estimator.
+    self._bindings: Dict[str, str] = {}
     self._top_index: Dict[int, int] = {
         id(stmt): i for i, stmt in enumerate(module.body)}
     self._top = 0
@@ -199,12 +194,12 @@ class _Analyzer(cst.CSTVisitor):
                                   cst.ImportAlias,
                                   Optional[cst.ImportAlias]]] = []
     self._alias_values: Set[int] = set()
-    self._needed: Dict[str, int] = {}  # module -> top index of first use
+    self._needed: Set[str] = set()  # estimator_lite modules the chains use
     self._all_names: Set[str] = set()
     self._root_taken = False
     self._existing_imports: Set[str] = set()
     self._first_tf_import: Optional[int] = None
-    self._preamble = 0
+    self._after_imports = 0
 
   # Positions and bookkeeping.
 
@@ -212,7 +207,7 @@ class _Analyzer(cst.CSTVisitor):
     return self.get_metadata(metadata.PositionProvider, node).start.line
 
   def _code(self, node: cst.CSTNode) -> str:
-    return self._module.code_for_node(node).strip()
+    return self._module.code_for_node(node).strip().rstrip(";").rstrip()
 
   def on_visit(self, node: cst.CSTNode) -> bool:
     index = self._top_index.get(id(node))
@@ -221,27 +216,26 @@ class _Analyzer(cst.CSTVisitor):
     return super().on_visit(node)
 
   def visit_Module(self, node: cst.Module) -> None:
-    # Docstring and `from __future__` lines come before any added import.
-    for stmt in node.body:
+    # Where added imports go when no top-level statement imports TensorFlow:
+    # after the module's leading docstring and imports.
+    for index, stmt in enumerate(node.body):
       if not isinstance(stmt, cst.SimpleStatementLine):
         break
-      small = stmt.body[0]
-      if isinstance(small, cst.Expr) and isinstance(small.value,
-                                                    cst.SimpleString):
-        self._preamble += 1
-      elif (isinstance(small, cst.ImportFrom) and small.module is not None
-            and _dotted(small.module) == "__future__"):
-        self._preamble += 1
-      else:
-        break
+      if all(isinstance(small, (cst.Import, cst.ImportFrom))
+             for small in stmt.body) or (
+                 index == 0 and isinstance(stmt.body[0], cst.Expr)):
+        self._after_imports = index + 1
 
   def _note_tf_import(self, path: str) -> None:
-    if path.split(".")[0] in _TF_PACKAGES and self._first_tf_import is None:
+    # A function's or class's own import does not place the added ones.
+    if (path.split(".")[0] in _TF_PACKAGES and self._first_tf_import is None
+        and not isinstance(self._module.body[self._top],
+                           (cst.FunctionDef, cst.ClassDef))):
       self._first_tf_import = self._top
 
   def _bind(self, name: str, path: Optional[str]) -> None:
     if path is not None and _tracked(path):
-      self._bindings[name] = _Binding(path, self._top)
+      self._bindings[name] = path
     else:
       self._bindings.pop(name, None)
 
@@ -250,15 +244,10 @@ class _Analyzer(cst.CSTVisitor):
     if dotted is None:
       return None
     root, _, rest = dotted.partition(".")
-    binding = self._bindings.get(root)
-    if binding is None:
+    path = self._bindings.get(root)
+    if path is None:
       return None
-    return f"{binding.path}.{rest}" if rest else binding.path
-
-  def _need(self, target: str) -> str:
-    module = _module_of(target)
-    self._needed.setdefault(module, self._top)
-    return target
+    return f"{path}.{rest}" if rest else path
 
   # Imports.
 
@@ -381,7 +370,8 @@ class _Analyzer(cst.CSTVisitor):
       return False
     target = names.target_of(path)
     if target is not None:
-      self.plan.chains[id(node)] = self._need(target)
+      self.plan.chains[id(node)] = target
+      self._needed.add(_module_of(target))
       namespace = _namespace_of(path)
       if "keras" in namespace:
         kind = "keras"
@@ -476,7 +466,7 @@ class _Analyzer(cst.CSTVisitor):
       plan.import_at = self._first_tf_import
       plan.take_leading_lines = True
     else:
-      plan.import_at = self._preamble
+      plan.import_at = self._after_imports
     for module in plan.imports:
       alias = plan.aliases.get(module)
       line = (self._line(original_node.body[plan.import_at])
@@ -676,7 +666,9 @@ class _Editor(cst.CSTTransformer):
                           updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
     body, carried = self._rebuild(updated_node.body)
     if not body:
-      body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+      # A block needs a statement; the removed one's comments stay above it.
+      body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carried)]
+      carried = []
     return updated_node.with_changes(
         body=body, footer=[*carried, *updated_node.footer])
 
