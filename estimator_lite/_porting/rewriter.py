@@ -180,6 +180,7 @@ class _Analyzer(cst.CSTVisitor):
     self._module = module
     # Names bound to a TensorFlow module path that leads to tf.estimator.
     self._bindings: Dict[str, str] = {}
+    self._scopes: List[Dict[str, str]] = []  # the bindings outside each def
     self._top_index: Dict[int, int] = {
         id(stmt): i for i, stmt in enumerate(module.body)}
     self._top = 0
@@ -410,6 +411,30 @@ class _Analyzer(cst.CSTVisitor):
   def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
     if node.name.value == _ROOT:
       self._root_taken = True
+    self._enter_scope(node.params)
+
+  def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+    self._leave_scope()
+
+  def visit_Lambda(self, node: cst.Lambda) -> None:
+    self._enter_scope(node.params)
+
+  def leave_Lambda(self, original_node: cst.Lambda) -> None:
+    self._leave_scope()
+
+  def _enter_scope(self, params: cst.Parameters) -> None:
+    # A function's parameters hide the module's names (`def f(tf): ...`), and
+    # what the function binds (a local `import tensorflow as tf`) ends with it.
+    self._scopes.append(dict(self._bindings))
+    for param in [*params.posonly_params, *params.params,
+                  *params.kwonly_params]:
+      self._bindings.pop(param.name.value, None)
+    for star in (params.star_arg, params.star_kwarg):
+      if isinstance(star, cst.Param):
+        self._bindings.pop(star.name.value, None)
+
+  def _leave_scope(self) -> None:
+    self._bindings = self._scopes.pop()
 
   def visit_ClassDef(self, node: cst.ClassDef) -> None:
     if node.name.value == _ROOT:

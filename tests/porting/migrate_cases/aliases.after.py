@@ -26,3 +26,7 @@ def main():
 
 tf = tf.compat.v1
 print(estimator_lite.compat.v1.Estimator, estimator_lite.inputs.pandas_input_fn)
+
+
+def with_parameter(tf, v1=None):
+  return tf.estimator, v1.estimator  # parameters here, not TensorFlow

@@ -22,3 +22,7 @@ def main():
 
 tf = tf.compat.v1
 print(tf.estimator.Estimator, tf.estimator.inputs.pandas_input_fn)
+
+
+def with_parameter(tf, v1=None):
+  return tf.estimator, v1.estimator  # parameters here, not TensorFlow
