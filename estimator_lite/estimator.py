@@ -160,9 +160,10 @@ class Estimator:
       input_fn: returns a `tf.data.Dataset` of (features, labels) or a
         (features, labels) tuple; may take params, config, mode, input_context.
       hooks: list of `SessionRunHook` run during training.
-      steps: train this many more steps (adds to the restored step).
-      max_steps: train until the global step reaches this; returns at once if
-        the latest checkpoint is already there.
+      steps: train this many more steps (adds to the restored step); a
+        fraction rounds up, as tf.estimator stopped at the first step >= it.
+      max_steps: train until the global step reaches this (a fraction rounds
+        up); returns at once if the latest checkpoint is already there.
       saving_listeners: `CheckpointSaverListener`s called around each save.
 
     Returns:
@@ -171,7 +172,8 @@ class Estimator:
     Raises:
       ValueError: this process is an evaluator or ps task (run
         train_and_evaluate there), both steps and max_steps, or a non-positive one.
-      TypeError: a hook or listener of the wrong type.
+      TypeError: a hook or listener of the wrong type, or steps / max_steps
+        not a number.
       NanLossDuringTrainingError: the loss became NaN.
       Preempted: SIGTERM was received; the checkpoint at the current step is saved.
     """
@@ -185,8 +187,8 @@ class Estimator:
       raise ValueError(
           f"Can not provide both steps and max_steps. Given steps={steps!r}, "
           f"max_steps={max_steps!r}: steps adds to the restored step; max_steps is absolute.")
-    steps = validation.check_positive_int("steps", steps)
-    max_steps = validation.check_positive_int("max_steps", max_steps)
+    steps = validation.check_step_count("steps", steps, unbounded_ok=True)
+    max_steps = validation.check_step_count("max_steps", max_steps, unbounded_ok=True)
     if training_session.max_steps_reached(self._model_dir, max_steps):
       return self
     training_session.train(
@@ -206,7 +208,8 @@ class Estimator:
 
     Args:
       input_fn: as for train(); evaluation stops at end of input or `steps`.
-      steps: number of batches to evaluate; None runs until input ends.
+      steps: number of batches to evaluate (a fraction rounds up); None runs
+        until input ends.
       hooks: list of `SessionRunHook` run during evaluation.
       checkpoint_path: checkpoint to evaluate; the latest one by default. With
         no checkpoint at all, evaluates the initialised model (as tf.estimator).
@@ -216,12 +219,14 @@ class Estimator:
       dict with `loss`, each metric, and `global_step`.
 
     Raises:
-      TypeError: a hook of the wrong type, or a name that is not a string.
-      ValueError: steps <= 0, or a metric named "loss" or "global_step".
+      TypeError: a hook of the wrong type, a name that is not a string, or
+        steps not a number.
+      ValueError: steps <= 0 or NaN, or a metric named "loss" or "global_step".
+      OverflowError: infinite steps.
     """
     hooks = validation.check_hooks(hooks, "Estimator.evaluate(hooks=...)",
                                    validation.ESTIMATOR_HOOKS_ERROR)
-    steps = validation.check_positive_int("steps", steps)
+    steps = validation.check_step_count("steps", steps, unbounded_ok=False)
     if name is not None and not isinstance(name, str):
       # tf.estimator failed here with a TypeError of Python's; EvalSpec's text.
       raise TypeError(f"`name` must be string, given: {name}. It names the "

@@ -417,6 +417,58 @@ def test_second_train_resumes_steps_add_and_max_steps_reached_returns(
   assert estimator.latest_checkpoint().endswith("model.ckpt-18")
 
 
+class _CountRuns(tf.compat.v1.train.SessionRunHook):
+
+  def __init__(self):
+    self.runs = 0
+
+  def after_run(self, run_context, run_values):
+    self.runs += 1
+
+
+def test_fractional_steps_round_up_and_bad_steps_raise_as_in_tf_estimator(
+    tmp_path, linear_data, make_input_fn, linear_model_fn):
+  # Keras examples call train(steps=n_examples / batch_size). tf.estimator 2.15
+  # only compared steps with 0 and stopped at the first count >= steps; the
+  # numbers and texts here are what it gave (run in the reference venv).
+  x, y = linear_data
+  estimator = est.Estimator(linear_model_fn, model_dir=str(tmp_path), config=_config(),
+                            params={})
+  input_fn = make_input_fn(x, y)
+  for kwargs, global_step in ((dict(steps=2.5), 3), (dict(steps=0.5), 4),
+                              (dict(steps=np.float32(1.2)), 6), (dict(max_steps=7.5), 8),
+                              (dict(max_steps=7.5), 8), (dict(steps=True), 9)):
+    estimator.train(input_fn, **kwargs)
+    assert estimator.get_variable_value("global_step") == global_step, kwargs
+  for steps, batches in ((2.5, 3), (0.5, 1), (3.0, 3), (True, 1)):
+    counter = _CountRuns()
+    estimator.evaluate(input_fn, steps=steps, hooks=[counter])
+    assert counter.runs == batches, steps
+  # Unbounded training steps ran to the end of the input, as steps=None does.
+  estimator.train(make_input_fn(x, y, repeat=False), steps=float("inf"))
+  assert estimator.get_variable_value("global_step") == 9 + len(x) // 16
+
+  for call, error, text in (
+      (lambda: estimator.train(input_fn, steps=False), ValueError,
+       r"^Must specify steps > 0, given: False"),
+      (lambda: estimator.train(input_fn, steps=-0.5), ValueError,
+       r"^Must specify steps > 0, given: -0\.5"),
+      (lambda: estimator.train(input_fn, max_steps=-1.5), ValueError,
+       r"^Must specify max_steps > 0, given: -1\.5"),
+      (lambda: estimator.evaluate(input_fn, steps=0.0), ValueError,
+       r"^Must specify steps > 0, given: 0\.0"),
+      (lambda: estimator.train(input_fn, steps="3"), TypeError,
+       r"^'<=' not supported between instances of 'str' and 'int'\. "),
+      (lambda: estimator.evaluate(input_fn, steps=[2]), TypeError,
+       r"^'<=' not supported between instances of 'list' and 'int'\. "),
+      (lambda: estimator.evaluate(input_fn, steps=float("inf")), OverflowError,
+       r"^cannot convert float infinity to integer\. "),
+      (lambda: estimator.evaluate(input_fn, steps=float("nan")), ValueError,
+       r"^cannot convert float NaN to integer\. ")):
+    with pytest.raises(error, match=text):
+      call()
+
+
 _RESUME_PROGRAM = textwrap.dedent("""
     import json, sys
     import numpy as np

@@ -7,6 +7,7 @@ APIs share takes the caller's text where tf.estimator's differed.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Iterable, Optional, Tuple, cast
 
@@ -106,6 +107,48 @@ def check_positive_int(name: str, value: Any) -> Optional[int]:
   if value <= 0:
     raise ValueError(f"Must specify {name} > 0, given: {value}")
   return int(value)
+
+
+def check_step_count(name: str, value: Any, unbounded_ok: bool) -> Optional[int]:
+  """Estimator.train/evaluate's `steps` / `max_steps` as the whole number of steps to stop at.
+
+  tf.estimator only compared the value with 0 and stopped at the first step
+  (or batch) count >= it, so any real number > 0 was taken and a fraction
+  rounds up: `steps=12.5` runs 13 steps (Keras examples passed
+  `steps=n_examples / batch_size`). A bool counts as 0 or 1, as it did there.
+
+  Args:
+    name: "steps" or "max_steps", for the error texts.
+    value: the caller's value.
+    unbounded_ok: True for train(), where an infinite or NaN value never
+      reached the stop step (returns None: run until the input ends); False for
+      evaluate(), whose step counter raised on them.
+
+  Returns:
+    The step count, or None for no limit.
+
+  Raises:
+    TypeError: not a real number (Python's text of tf.estimator's `<=` test).
+    ValueError: not > 0 (tf.estimator's text), or NaN in evaluate().
+    OverflowError: infinite in evaluate().
+  """
+  if value is None:
+    return None
+  if not isinstance(value, numbers.Real):
+    raise TypeError(
+        f"'<=' not supported between instances of '{type(value).__name__}' and 'int'. "
+        f"{name} must be a number or None, given: {value!r}.")
+  if value <= 0:
+    raise ValueError(f"Must specify {name} > 0, given: {value}")
+  if math.isfinite(value):
+    return math.ceil(value)
+  if unbounded_ok:
+    return None
+  if math.isnan(value):
+    raise ValueError(f"cannot convert float NaN to integer. Pass {name}=None to "
+                     "evaluate until the input ends, or a number > 0.")
+  raise OverflowError(f"cannot convert float infinity to integer. Pass {name}=None to "
+                      "evaluate until the input ends.")
 
 
 class Replaceable:
