@@ -27,7 +27,9 @@ Imports of an estimator namespace keep the name they bind:
   from tensorflow import estimator as tfe    -> import estimator_lite as tfe
   from tensorflow.estimator import RunConfig -> from estimator_lite import RunConfig
 An import of tensorflow_estimator that nothing uses any more is removed.
-Running the tool again changes nothing.
+Running the tool again changes nothing. In notebooks only code cells change
+(outputs and metadata are kept); IPython lines (%magic, !shell) stay as they
+are, and cells run by a cell magic such as %%bash are skipped and reported.
 
 What it cannot rewrite is listed at the end with a hint: imports of
 tensorflow_estimator's private modules, modules named by a string
@@ -37,7 +39,8 @@ getattr(tf, "estimator"). A program can also run unchanged with
 
 Exit status: 0 when every file was read (also when nothing needed changing,
 or some uses could not be rewritten); 1 when a file could not be parsed or
-read (it is reported and left untouched; the other files are migrated).
+read (it is reported and left untouched; the other files are migrated);
+2 on a usage error.
 """
 
 

@@ -235,6 +235,7 @@ class _Analyzer(cst.CSTVisitor):
       self._first_tf_import = self._top
 
   def _bind(self, name: str, path: Optional[str]) -> None:
+    self._all_names.add(name)
     if path is not None and _tracked(path):
       self._bindings[name] = path
     else:
@@ -277,7 +278,7 @@ class _Analyzer(cst.CSTVisitor):
           self._bind(asname, None)
           continue
         if names.is_private(path):
-          self._private(node, path)
+          self._private(node)
         elif _is_tensorflow_estimator(path):
           self._conditional.append((asname, node, alias, alias))
         self._bind(asname, path)
@@ -290,7 +291,7 @@ class _Analyzer(cst.CSTVisitor):
           self._bind(root, root)
           continue
         if names.is_private(path):
-          self._private(node, path)
+          self._private(node)
         elif _is_tensorflow_estimator(path):
           self._conditional.append((root, node, alias, alias))
         self._bind(root, root)
@@ -315,12 +316,13 @@ class _Analyzer(cst.CSTVisitor):
         self._bind(self._bound_name(alias), None)
       return False
     if names.is_private(module):
-      self._private(node, module)
+      self._private(node)
       for alias in aliases:
         self._bind(self._bound_name(alias), None)
       return False
     kept: List[cst.ImportAlias] = []
     split: List[cst.BaseSmallStatement] = []
+    reported = False
     for alias in aliases:
       bound = self._bound_name(alias)
       full = f"{module}.{_dotted(alias.name)}"
@@ -331,10 +333,16 @@ class _Analyzer(cst.CSTVisitor):
         split.append(cst.Import(names=[_import_alias(full_target, bound)]))
         self._bind(bound, None)
         continue
-      if names.is_private(full):
-        self._private(node, full)
+      if names.is_private(full) and not reported:
+        self._private(node)
+        reported = True
       self._bind(bound, full)
       kept.append(alias)
+    if _is_tensorflow_estimator(module) and not reported and (
+        kept or not aliases):
+      # `from tensorflow_estimator import *` and the like stay as they were.
+      self.problems.append(Problem(self._line(node), self._code(node),
+                                   _unmapped_hint(module)))
     if split:
       replacement: List[cst.BaseSmallStatement] = []
       if kept:
@@ -351,8 +359,7 @@ class _Analyzer(cst.CSTVisitor):
     assert dotted is not None
     return dotted.split(".")[0]
 
-  def _private(self, node: cst.CSTNode, path: str) -> None:
-    del path  # the code shown says it
+  def _private(self, node: cst.CSTNode) -> None:
     self.problems.append(Problem(self._line(node), self._code(node),
                                  names.PRIVATE_HINT))
 
