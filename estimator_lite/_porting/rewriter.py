@@ -278,8 +278,12 @@ class _Analyzer(cst.CSTVisitor):
           self._bind(asname, None)
           continue
         if names.is_private(path):
+          # Reported here once; the uses of the name are not reported again.
           self._private(node)
-        elif _is_tensorflow_estimator(path):
+          self._bind(asname, None)
+          new_names.append(alias)
+          continue
+        if _is_tensorflow_estimator(path):
           self._conditional.append((asname, node, alias, alias))
         self._bind(asname, path)
       else:
@@ -333,11 +337,14 @@ class _Analyzer(cst.CSTVisitor):
         split.append(cst.Import(names=[_import_alias(full_target, bound)]))
         self._bind(bound, None)
         continue
-      if names.is_private(full) and not reported:
-        self._private(node)
-        reported = True
-      self._bind(bound, full)
       kept.append(alias)
+      if names.is_private(full):
+        if not reported:
+          self._private(node)
+          reported = True
+        self._bind(bound, None)
+        continue
+      self._bind(bound, full)
     if _is_tensorflow_estimator(module) and not reported and (
         kept or not aliases):
       # `from tensorflow_estimator import *` and the like stay as they were.
