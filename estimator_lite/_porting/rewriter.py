@@ -195,6 +195,7 @@ class _Analyzer(cst.CSTVisitor):
                                   cst.ImportAlias,
                                   Optional[cst.ImportAlias]]] = []
     self._alias_values: Set[int] = set()
+    self._planned: Dict[int, cst.BaseSmallStatement] = {}  # id -> statement
     self._needed: Set[str] = set()  # estimator_lite modules the chains use
     self._all_names: Set[str] = set()
     self._root_taken = False
@@ -301,8 +302,8 @@ class _Analyzer(cst.CSTVisitor):
         self._bind(root, root)
       new_names.append(alias)
     if changed:
-      self.plan.statements[id(node)] = [node.with_changes(
-          names=_with_last_comma(new_names, node.names))]
+      self._plan_statement(node, [node.with_changes(
+          names=_with_last_comma(new_names, node.names))])
     return False
 
   def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
@@ -314,8 +315,8 @@ class _Analyzer(cst.CSTVisitor):
     aliases = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
     target = names.target_of(module)
     if target is not None:
-      self.plan.statements[id(node)] = [
-          node.with_changes(module=_name_node(target))]
+      self._plan_statement(node, [node.with_changes(
+          module=_name_node(target))])
       for alias in aliases:
         self._bind(self._bound_name(alias), None)
       return False
@@ -355,7 +356,7 @@ class _Analyzer(cst.CSTVisitor):
       if kept:
         replacement.append(node.with_changes(
             names=_with_last_comma(kept, aliases)))
-      self.plan.statements[id(node)] = replacement + split
+      self._plan_statement(node, replacement + split)
     return False
 
   @staticmethod
@@ -556,18 +557,18 @@ class _Analyzer(cst.CSTVisitor):
       if kept:
         if not (len(kept) == len(base.names) and all(
             a is b for a, b in zip(kept, stmt.names))):
-          self.plan.statements[key] = [base.with_changes(
-              names=_with_last_comma(kept, stmt.names))]
+          self._plan_statement(stmt, [base.with_changes(
+              names=_with_last_comma(kept, stmt.names))])
       else:
-        self.plan.statements[key] = []
+        self._plan_statement(stmt, [])
         self.changes.append(Change("import removed", self._line(stmt),
                                    self._code(stmt), ""))
     self._record_import_changes()
 
   def _record_import_changes(self) -> None:
     # Every statement with a non-empty replacement is an "import" rewrite.
-    for node in self._planned_nodes():
-      replacement = self.plan.statements[id(node)]
+    for key, node in self._planned.items():
+      replacement = self.plan.statements[key]
       if not replacement:
         continue
       after = "; ".join(cst.Module([]).code_for_node(s).strip()
@@ -576,22 +577,10 @@ class _Analyzer(cst.CSTVisitor):
       if after != before:
         self.changes.append(Change("import", self._line(node), before, after))
 
-  def _planned_nodes(self) -> List[cst.CSTNode]:
-    found: List[cst.CSTNode] = []
-
-    class _Collect(cst.CSTVisitor):
-
-      def __init__(self, ids: Set[int]) -> None:
-        super().__init__()
-        self._ids = ids
-
-      def on_visit(self, node: cst.CSTNode) -> bool:
-        if id(node) in self._ids:
-          found.append(node)
-        return True
-
-    self._module.visit(_Collect(set(self.plan.statements)))
-    return found
+  def _plan_statement(self, node: cst.BaseSmallStatement,
+                      replacement: List[cst.BaseSmallStatement]) -> None:
+    self.plan.statements[id(node)] = replacement
+    self._planned[id(node)] = node
 
 
 class _Editor(cst.CSTTransformer):
