@@ -148,6 +148,13 @@ class Estimator:
                     "initialization to %s.", self._model_dir, what)
     return latest
 
+  def _apply_warm_start(self) -> Optional[Callable[[], None]]:
+    """Applies warm_start_from in the current graph; evaluate/predict call it with no checkpoint."""
+    settings = self._warm_start_settings
+    if settings is None:
+      return None
+    return lambda: warm_starting.apply(settings)
+
   # -- train, evaluate, predict -------------------------------------------------
   def train(self, input_fn: Callable[..., Any],
             hooks: Optional[Sequence[tf.compat.v1.train.SessionRunHook]] = None,
@@ -212,7 +219,8 @@ class Estimator:
         until input ends.
       hooks: list of `SessionRunHook` run during evaluation.
       checkpoint_path: checkpoint to evaluate; the latest one by default. With
-        no checkpoint at all, evaluates the initialised model (as tf.estimator).
+        no checkpoint at all, evaluates the initialised model, warm-started
+        from `warm_start_from` if given (as tf.estimator).
       name: evaluation name; events go to model_dir/eval_NAME.
 
     Returns:
@@ -234,7 +242,7 @@ class Estimator:
     return eval_session.evaluate(
         self._model, input_fn, self._config, self._model.params, hooks=hooks, steps=steps,
         checkpoint_path=self._checkpoint_or_latest(checkpoint_path, "evaluate"),
-        eval_dir=self.eval_dir(name))
+        eval_dir=self.eval_dir(name), warm_start=self._apply_warm_start())
 
   def predict(self, input_fn: Callable[..., Any], predict_keys: Optional[Sequence[str]] = None,
               hooks: Optional[Sequence[tf.compat.v1.train.SessionRunHook]] = None,
@@ -247,7 +255,8 @@ class Estimator:
         stops at end of input.
       predict_keys: list of prediction keys to return; all by default.
       hooks: list of `SessionRunHook` run during prediction.
-      checkpoint_path: checkpoint to use; the latest one by default.
+      checkpoint_path: checkpoint to use; the latest one by default, else the
+        initialised model, warm-started from `warm_start_from` if given.
       yield_single_examples: yield one example at a time (True) or whole
         batches (False).
 
@@ -264,7 +273,7 @@ class Estimator:
     yield from prediction.predict(
         self._model, input_fn, self._config, self._model.params, predict_keys=predict_keys,
         hooks=hooks, checkpoint_path=self._checkpoint_or_latest(checkpoint_path, "predict"),
-        yield_single_examples=yield_single_examples)
+        yield_single_examples=yield_single_examples, warm_start=self._apply_warm_start())
 
   # -- export -------------------------------------------------------------------
   def export_saved_model(self, export_dir_base: ExportPath,

@@ -417,6 +417,28 @@ def test_second_train_resumes_steps_add_and_max_steps_reached_returns(
   assert estimator.latest_checkpoint().endswith("model.ckpt-18")
 
 
+def test_untrained_warm_started_estimator_evaluates_and_predicts_warm_weights(
+    tmp_path, linear_data, make_input_fn, linear_model_fn):
+  # tf.estimator 2.15 warm-started evaluate() and predict() when model_dir had
+  # no checkpoint (model_to_estimator relies on it: its Estimator evaluates
+  # the Keras model's weights before any training).
+  x, y = linear_data
+  trained = est.Estimator(linear_model_fn, model_dir=str(tmp_path / "a"), params={})
+  trained.train(make_input_fn(x, y), steps=5)
+  warm = est.Estimator(linear_model_fn, model_dir=str(tmp_path / "b"), params={},
+                       warm_start_from=trained.model_dir)
+  eval_input_fn = make_input_fn(x, y, repeat=False)
+  expected = trained.evaluate(eval_input_fn)
+  result = warm.evaluate(eval_input_fn)
+  assert result["global_step"] == 0  # only trainable variables are warm-started
+  assert result["loss"] == expected["loss"] and result["rmse"] == expected["rmse"]
+  predict_input_fn = make_input_fn(x, repeat=False)
+  np.testing.assert_array_equal(
+      [p["y"] for p in warm.predict(predict_input_fn)],
+      [p["y"] for p in trained.predict(predict_input_fn)])
+  assert warm.latest_checkpoint() is None
+
+
 class _CountRuns(tf.compat.v1.train.SessionRunHook):
 
   def __init__(self):

@@ -107,8 +107,8 @@ def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str]
 
 def evaluate(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: Any,
              params: dict, *, hooks: Sequence[tf.compat.v1.train.SessionRunHook],
-             steps: Optional[int], checkpoint_path: Optional[str], eval_dir: str
-             ) -> Dict[str, Any]:
+             steps: Optional[int], checkpoint_path: Optional[str], eval_dir: str,
+             warm_start: Optional[Callable[[], None]] = None) -> Dict[str, Any]:
   """Evaluates a checkpoint and writes the results to `eval_dir`, as Estimator.evaluate documents.
 
   Args:
@@ -120,12 +120,17 @@ def evaluate(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config:
     steps: batches to evaluate, or None for all of the input.
     checkpoint_path: the checkpoint, or None to evaluate the initialised model.
     eval_dir: where the results' events go.
+    warm_start: applies the Estimator's warm start to the graph; called when
+      there is no checkpoint, so an untrained warm-started model is evaluated
+      with the weights it would train from (as tf.estimator).
 
   Returns:
     The results dict.
   """
   with quiet.quiet_deprecations(), tf.Graph().as_default(), placement(config):
     graph = build_graph(model_fn, input_fn, config, params, hooks_with_steps(hooks, steps))
+    if warm_start is not None and not checkpoint_path:
+      warm_start()
     results = run(graph, config, checkpoint_path)
   global_step = int(results[validation.GLOBAL_STEP_KEY])
   events.write_dict_to_summary(eval_dir, results, global_step)

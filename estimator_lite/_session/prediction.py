@@ -18,7 +18,8 @@ _logging = tf.compat.v1.logging
 def predict(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: Any,
             params: dict, *, predict_keys: Optional[Sequence[str]],
             hooks: Sequence[tf.compat.v1.train.SessionRunHook], checkpoint_path: Optional[str],
-            yield_single_examples: bool) -> Iterator[Any]:
+            yield_single_examples: bool,
+            warm_start: Optional[Callable[[], None]] = None) -> Iterator[Any]:
   """Yields predictions, as Estimator.predict documents.
 
   Args:
@@ -30,6 +31,8 @@ def predict(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: 
     hooks: the caller's hooks, checked.
     checkpoint_path: the checkpoint, or None to predict with the initialised model.
     yield_single_examples: one example at a time, or whole batches.
+    warm_start: applies the Estimator's warm start to the graph; called when
+      there is no checkpoint (as tf.estimator).
 
   Raises:
     ValueError: a predict_key that model_fn does not predict, or batch sizes
@@ -46,6 +49,8 @@ def predict(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: 
           "means predict yields forever. This is probably a mistake. Return a finite "
           "tf.data.Dataset from input_fn, or stop iterating the predictions yourself.")
     spec = model_fn(features, None, ModeKeys.PREDICT, config)
+    if warm_start is not None and not checkpoint_path:
+      warm_start()
     predictions = _extract_keys(spec.predictions, predict_keys)
     checkpoints.check_restorable(spec.scaffold, checkpoint_path, graph)
     session_creator = tf.compat.v1.train.ChiefSessionCreator(
