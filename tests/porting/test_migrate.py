@@ -9,6 +9,7 @@ the notebook, then runs each result with plain `python` on TensorFlow 2.21
 and compares its RESULT line with tf.estimator 2.15's.
 """
 import concurrent.futures
+import difflib
 import io
 import json
 import os
@@ -101,6 +102,11 @@ def test_notebook_keeps_outputs_metadata_and_magics(tmp_path, capsys):
   assert sources[4].endswith("\nestimator?")
   assert sources[7] == "%%time\nmode = estimator_lite.ModeKeys.TRAIN\nprint(mode)"
   assert sources[0] == "".join(before["cells"][0]["source"])  # markdown
+  # The file's JSON differs only in the rewritten source lines.
+  changed = [line for line in difflib.ndiff(
+      _read(os.path.join(CASES, "notebook.before.ipynb")).splitlines(),
+      _read(tmp_path / "nb.ipynb").splitlines()) if line[:1] in "+-"]
+  assert len(changed) == 11 and all("estimator" in line for line in changed), changed
   assert "cell 2, line 8: attribute: tf.compat.v1.estimator.inputs.numpy_input_fn" in out
   assert "cell 3, line 1: %%bash" in out and "cell skipped" in out
 
