@@ -254,8 +254,10 @@ def _validate_export_outputs(export_outputs: Any, predictions: Any,
         f"`export_outputs` must be dict, received: {export_outputs}. Map signature "
         "names to PredictOutput / ClassificationOutput / RegressionOutput.")
   export_outputs = dict(export_outputs)
+  # TensorFlow's own ExportOutput classes were tf.estimator 2.15's; they export alike.
+  accepted = (_export_output.ExportOutput, tf_internals.tensorflow_export_output_class())
   for key, value in export_outputs.items():
-    if not isinstance(value, _export_output.ExportOutput):
+    if not isinstance(value, accepted):
       raise TypeError(
           f"Values in `export_outputs` must be ExportOutput objects, received: "
           f"{export_outputs}. The value for {key!r} is {value!r}; use "

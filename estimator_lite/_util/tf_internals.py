@@ -382,3 +382,16 @@ def keras2_restore_subclassed_state(model: Any) -> None:
   if getattr(model, "_original_attributes_cache", None) is not None:
     import tf_keras  # pylint: disable=g-import-not-at-top
     tf_keras.__internal__.models.in_place_subclassed_model_state_restoration(model)
+
+
+def tensorflow_export_output_class() -> type:
+  """TensorFlow's own ExportOutput base class (saved_model.model_utils.export_output).
+
+  tf.estimator 2.15's `tf.estimator.export.PredictOutput` & co. were these
+  classes, and programs (tf.estimator's Keras tests among them) built export
+  outputs from that module directly. Their instances build a SignatureDef
+  with the same `as_signature_def(receiver_tensors)` as estimator_lite's, so
+  EstimatorSpec takes them too.
+  """
+  from tensorflow.python.saved_model.model_utils import export_output  # pylint: disable=g-import-not-at-top
+  return export_output.ExportOutput

@@ -621,3 +621,38 @@ def test_a_model_saved_by_an_object_checkpoint_exports(tmp_path):
   served = tf.saved_model.load(export_dir).signatures["serving_default"]
   np.testing.assert_allclose(served(x=tf.constant(ROWS))["y"].numpy(), expected,
                              rtol=0, atol=1e-6)
+
+
+def test_tensorflow_own_export_output_classes_export_as_estimator_lites(trained, tmp_path):
+  # tf.estimator 2.15's export classes were TensorFlow's own
+  # (tensorflow.python.saved_model.model_utils.export_output); programs that
+  # built export_outputs from that module export the same signatures.
+  from tensorflow.python.saved_model.model_utils import export_output as tf_export_output
+  from tensorflow.core.protobuf import saved_model_pb2
+  estimator, _ = trained
+
+  def model_fn_with(module):
+    def model_fn(features, labels, mode):
+      spec = _linear_model_fn(features, labels, mode)
+      if mode != est.ModeKeys.PREDICT:
+        return spec
+      outputs = spec.export_outputs
+      return spec.replace(export_outputs={
+          "serving_default": module.PredictOutput(spec.predictions),
+          "classification": module.ClassificationOutput(
+              scores=outputs["classification"].scores, classes=outputs["classification"].classes),
+          "regression": module.RegressionOutput(outputs["regression"].value)})
+    return model_fn
+
+  signatures = {}
+  for name, module in (("lite", est.export), ("tensorflow", tf_export_output)):
+    exporter = est.Estimator(model_fn_with(module), model_dir=estimator.model_dir)
+    export_dir = exporter.export_saved_model(
+        str(tmp_path / name), _parsing_receiver_fn_with_raw_alternative)
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(export_dir, b"saved_model.pb"), "rb") as f:
+      saved_model.ParseFromString(f.read())
+    signatures[name] = dict(saved_model.meta_graphs[0].signature_def)
+  assert set(signatures["tensorflow"]) == {
+      "serving_default", "classification", "regression", "raw:serving_default"}
+  assert signatures["tensorflow"] == signatures["lite"]
