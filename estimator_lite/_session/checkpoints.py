@@ -184,11 +184,20 @@ def check_restorable(scaffold: tf.compat.v1.train.Scaffold, checkpoint_path: Opt
 
 
 def latest_global_step(model_dir: str) -> int:
-  """The global step of model_dir's newest checkpoint (0 without one)."""
+  """The global step of model_dir's newest checkpoint (0 without one).
+
+  Also 0 when the checkpoint has no `global_step` key, as tf.estimator: an
+  object-based checkpoint (model_to_estimator's default format, a
+  Scaffold(saver=tf.train.Checkpoint)) keys it by object path. train(max_steps)
+  then starts, restores, and stops at once if the step is already reached.
+  """
   path = tf.train.latest_checkpoint(model_dir)
   if not path:
     return 0
-  return int(tf.train.load_variable(path, tf.compat.v1.GraphKeys.GLOBAL_STEP))
+  try:
+    return int(tf.train.load_variable(path, tf.compat.v1.GraphKeys.GLOBAL_STEP))
+  except tf.errors.NotFoundError:
+    return 0
 
 
 def checkpoint_to_export(model_dir: str, checkpoint_path: Union[None, str, "os.PathLike[str]"],

@@ -395,3 +395,22 @@ def tensorflow_export_output_class() -> type:
   """
   from tensorflow.python.saved_model.model_utils import export_output  # pylint: disable=g-import-not-at-top
   return export_output.ExportOutput
+
+
+def keras2_any_weight_initialized(model: Any) -> bool:
+  """Whether a tf-keras model's weights already hold values.
+
+  Always in eager mode; in graph mode (a model built under
+  `tf.Graph().as_default()`) only once tf-keras initialised one in its
+  session, which marks the variable `_keras_initialized`.
+  """
+  if tf.compat.v1.executing_eagerly_outside_functions():
+    return True
+  return any(hasattr(weight, "_keras_initialized")
+             for layer in model.layers for weight in layer.weights)
+
+
+def keras2_set_session(session: tf.compat.v1.Session) -> None:
+  """Makes `session` tf-keras's graph-mode backend session (tf.compat.v1.keras.backend.set_session)."""
+  from tf_keras.api._v1 import keras as tf_keras_v1  # pylint: disable=g-import-not-at-top
+  tf_keras_v1.backend.set_session(session)

@@ -141,7 +141,7 @@ def check_step_count(name: str, value: Any, unbounded_ok: bool) -> Optional[int]
   if value <= 0:
     raise ValueError(f"Must specify {name} > 0, given: {value}")
   if math.isfinite(value):
-    return math.ceil(value)
+    return int(math.ceil(value))
   if unbounded_ok:
     return None
   if math.isnan(value):

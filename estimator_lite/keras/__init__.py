@@ -49,9 +49,11 @@ def model_to_estimator(keras_model: Any = None,
     keras_model_path: path of a compiled tf-keras model saved with `model.save()`.
     custom_objects: dict of name -> class or function, for cloning or loading
       custom layers, losses and metrics.
-    model_dir: the Estimator's directory; wins over `config.model_dir`; a
-      temporary directory when neither is set.
-    config: a `RunConfig`.
+    model_dir: the Estimator's directory; if `config.model_dir` is set too,
+      they must be equal; a temporary directory when neither is set.
+    config: a `RunConfig`. Its session_config (the default one when None)
+      also becomes tf-keras's backend session's for a model built in graph
+      mode whose weights have no values yet, as in tf.estimator.
     checkpoint_format: "checkpoint": object-based keys as Keras writes them
       (`layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE`; Functional
       and Sequential models only); "saver": variable names (`dense/kernel`).
@@ -68,7 +70,8 @@ def model_to_estimator(keras_model: Any = None,
     ValueError: neither or both of `keras_model` and `keras_model_path`; the
       model is not compiled; `checkpoint_format` is unknown or "checkpoint"
       with a subclassed model; a subclassed model lacks get_config/from_config;
-      a Keras 3 model needs what Keras 3 cannot do in a graph.
+      a Keras 3 model needs what Keras 3 cannot do in a graph; `model_dir`
+      differs from `config.model_dir`; `config` is not a RunConfig.
   """
   return conversion.model_to_estimator(
       keras_model=keras_model, keras_model_path=keras_model_path,

@@ -16,6 +16,7 @@ from estimator_lite.estimator import Estimator
 from estimator_lite.keras import keras2_model_fn
 from estimator_lite.keras import keras3_model_fn
 from estimator_lite.run_config import RunConfig
+from estimator_lite.run_config import get_default_session_config
 from estimator_lite._util import tf_internals
 
 CHECKPOINT = "checkpoint"
@@ -46,24 +47,53 @@ def _check_subclassed(model: Any, custom_objects: Optional[Dict[str, Any]]) -> N
 
 def _config_with_model_dir(config: Optional[RunConfig], model_dir: Optional[PathLike]
                            ) -> RunConfig:
-  """The RunConfig to use, with `model_dir` (which wins over config's, as in tf.estimator)."""
-  config = config if config is not None else RunConfig()
+  """The RunConfig to use: `model_dir` in it, and a session_config (the default when None).
+
+  As tf.estimator: a `model_dir` that differs from `config.model_dir` is an
+  error; a temporary directory is used when neither is set.
+  """
+  if config is None:
+    config = RunConfig()
+    tf.compat.v1.logging.info("Using default config.")
   if not isinstance(config, RunConfig):
     raise ValueError(
         f"config must be an instance of `RunConfig`, but provided {config}. Pass "
         "estimator_lite.RunConfig(...) or None.")
+  if config.session_config is None:
+    config = config.replace(session_config=get_default_session_config())
   if model_dir is not None:
     model_dir = os.fspath(model_dir)
-    if config.model_dir and config.model_dir != model_dir:
-      tf.compat.v1.logging.warning(
-          "`model_dir` (%s) overrides the RunConfig's (%s).", model_dir, config.model_dir)
+    if config.model_dir is not None and config.model_dir != model_dir:
+      raise ValueError(
+          "`model_dir` are set both in constructor and `RunConfig`, but with different "
+          f"values. In constructor: '{model_dir}', in `RunConfig`: '{config.model_dir}' "
+          "Pass the directory once: as model_dir=, or in RunConfig(model_dir=...).")
+  if model_dir:
     config = config.replace(model_dir=model_dir)
-  if not config.model_dir:
+  elif config.model_dir is None:
     import tempfile  # pylint: disable=g-import-not-at-top
     config = config.replace(model_dir=tempfile.mkdtemp())
     tf.compat.v1.logging.warning("Using temporary folder as model directory: %s",
                                  config.model_dir)
   return config
+
+
+def _share_session_config(keras_model: Any, config: RunConfig) -> None:
+  """Gives tf-keras's backend session the RunConfig's session_config, as tf.estimator did.
+
+  Only possible while the model's weights have no values yet (a model built in
+  graph mode): the first session's GPU options stick, so otherwise GPU
+  options in the config only earn a warning.
+  """
+  session_config = config.session_config
+  if tf_internals.keras2_any_weight_initialized(keras_model):
+    if session_config is not None and session_config.HasField("gpu_options"):
+      tf.compat.v1.logging.warning(
+          "The Keras backend session has already been set. The _session_config passed "
+          "to model_to_estimator will not be used. Its gpu_options apply to the "
+          "Estimator's own sessions only.")
+  else:
+    tf_internals.keras2_set_session(tf.compat.v1.Session(config=session_config))
 
 
 def model_to_estimator(keras_model: Any = None, keras_model_path: Optional[PathLike] = None,
@@ -81,7 +111,8 @@ def model_to_estimator(keras_model: Any = None, keras_model_path: Optional[PathL
     ValueError: neither or both of keras_model / keras_model_path, an
       uncompiled model, an unknown checkpoint_format, a subclassed model with
       the object-based format or without get_config/from_config, or a Keras 3
-      model using what Keras 3 cannot do in a graph.
+      model using what Keras 3 cannot do in a graph, or a model_dir that
+      differs from config.model_dir.
   """
   if not (keras_model or keras_model_path):
     raise ValueError(
@@ -127,6 +158,9 @@ def model_to_estimator(keras_model: Any = None, keras_model_path: Optional[PathL
   else:
     model_fn = keras2_model_fn.make_model_fn(
         keras_model, custom_objects, object_checkpoint, metric_names_map, export_outputs)
+
+  if not keras3:
+    _share_session_config(keras_model, config)
 
   warm_start_path = None
   graph_network = (keras3_model_fn.is_graph_network(keras_model) if keras3 else

@@ -167,7 +167,10 @@ def write_warm_start_checkpoint(keras_model: Any, custom_objects: Optional[Dict[
   latest = tf.train.latest_checkpoint(directory)
   if latest:
     return latest
-  weights = keras_model.get_weights()
+  # A graph-mode model with weights never initialised starts from the clone's
+  # own initialisers (seeded by the RunConfig), as in tf.estimator.
+  weights = (keras_model.get_weights()
+             if tf_internals.keras2_any_weight_initialized(keras_model) else None)
   tf.io.gfile.makedirs(directory)
   prefix = os.path.join(directory, WARM_START_PREFIX)
   with tf.Graph().as_default():

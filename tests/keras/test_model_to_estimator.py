@@ -72,10 +72,11 @@ def _run(name: str, model: Any, features: Any, labels: Any, fmt: str, serving: C
   assert tf.io.gfile.exists(keras_ckpt + ".index") == ("keras_checkpoint" in expected)
   if "keras_checkpoint" in expected:
     assert _listing(keras_ckpt) == expected["keras_checkpoint"]
-    # The warm-start checkpoint holds the Keras model's weights: evaluating it
-    # gives keras model.evaluate's numbers (under the metric_names_map names).
-    _close(estimator.evaluate(input_fn, steps=1, checkpoint_path=keras_ckpt),
-           expected["evaluate_warm_start"])
+    # The warm-start checkpoint holds the Keras model's weights: evaluating
+    # before any training warm-starts from it (as 2.15's evaluate did), giving
+    # keras model.evaluate's numbers (under the metric_names_map names).
+    assert estimator.latest_checkpoint() is None
+    _close(estimator.evaluate(input_fn, steps=1), expected["evaluate_warm_start"])
   estimator.train(input_fn, steps=keras_cases.STEPS)
   metrics = estimator.evaluate(input_fn, steps=1)
   assert sorted(metrics) == sorted(expected["evaluate"])
@@ -180,3 +181,57 @@ def test_errors_keep_tf215_text(case: str) -> None:
   assert len(message) > len(text)  # a fix hint follows 2.15's text
   if error_type == "FormattedKeyError":
     assert isinstance(caught.value, KeyError)
+
+
+def test_model_dir_and_config_model_dir_must_agree(tmp_path: Any) -> None:
+  # tf.estimator 2.15's text (checked in its venv), then a hint.
+  a, b = str(tmp_path / "a"), str(tmp_path / "b")
+  with pytest.raises(ValueError) as caught:
+    est.keras.model_to_estimator(keras_model=keras_cases.sequential(tf), model_dir=a,
+                                 config=est.RunConfig(model_dir=b))
+  assert str(caught.value).startswith(
+      "`model_dir` are set both in constructor and `RunConfig`, but with different values. "
+      f"In constructor: '{a}', in `RunConfig`: '{b}' Pass ")
+  assert not os.path.exists(a) and not os.path.exists(b)
+  same = est.keras.model_to_estimator(keras_model=keras_cases.sequential(tf), model_dir=a,
+                                      config=est.RunConfig(model_dir=a))
+  assert same.model_dir == a
+  # As 2.15: a RunConfig without session_config gets the default one.
+  assert same.config.session_config == est.RunConfig(model_dir=a).replace(
+      session_config=est.run_config.get_default_session_config()).session_config
+
+
+def test_graph_mode_model_gives_keras_session_the_config(tmp_path: Any) -> None:
+  # A model built in graph mode has no weight values yet; 2.15 made tf-keras's
+  # backend session use the RunConfig's session_config (its GPU options stick).
+  from tf_keras.api._v1 import keras as tf_keras_v1  # pylint: disable=g-import-not-at-top
+  try:
+    with tf.Graph().as_default():
+      model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(4,))])
+      model.compile("sgd", "mse")
+      gpu = tf.compat.v1.GPUOptions(per_process_gpu_memory_fraction=0.3)
+      estimator = est.keras.model_to_estimator(
+          keras_model=model, model_dir=str(tmp_path), config=est.RunConfig(
+              session_config=tf.compat.v1.ConfigProto(gpu_options=gpu)))
+      session = tf_keras_v1.backend.get_session()
+      assert session._config.gpu_options.per_process_gpu_memory_fraction == 0.3  # pylint: disable=protected-access
+    # The warm-start checkpoint holds the clone's own seeded initial values.
+    estimator.train(lambda: tf.data.Dataset.from_tensors(
+        (DATA["x"], DATA["x"][:, :2])), steps=1)
+    assert estimator.latest_checkpoint().endswith("model.ckpt-1")
+  finally:
+    tf_keras_v1.backend.clear_session()
+
+
+def test_max_steps_resumes_from_object_based_checkpoints(tmp_path: Any) -> None:
+  # The object-based format keys the global step by object path, so train()
+  # cannot see max_steps is reached before it starts: as in 2.15 (its numbers,
+  # checked in its venv), each call restores and runs one step before stopping.
+  estimator = est.keras.model_to_estimator(keras_model=keras_cases.sequential(tf),
+                                           model_dir=str(tmp_path))
+  input_fn = lambda: tf.data.Dataset.from_tensors((DATA["x"], DATA["y_class"])).repeat()
+  steps = []
+  for max_steps in (2, 2, 3, 3):
+    estimator.train(input_fn, max_steps=max_steps)
+    steps.append(int(estimator.latest_checkpoint().rsplit("-", 1)[1]))
+  assert steps == [2, 3, 4, 5]
