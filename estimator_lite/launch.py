@@ -5,7 +5,13 @@
 starts the chief, `--workers` more workers (the chief is not counted), `--ps`
 parameter servers and, with `--evaluator`, an evaluator: each runs the same
 command with its own TF_CONFIG, on free localhost ports chosen by the OS.
-Every line a task prints is prefixed with its role (`[worker:0] ...`). When
+Every line a task prints is prefixed with its role (`[worker:0] ...`).
+
+The tasks run inside one private network namespace (README, "Security"):
+TensorFlow's servers listen unauthenticated on every interface, so a "local"
+cluster would otherwise be open to the machine's whole network. If no
+namespace can be made the launcher refuses to start; `--expose-to-network`
+runs the tasks in the machine's network anyway, and says what is exposed. When
 the chief exits, the workers and the evaluator get `--grace-secs` to finish
 (the evaluator its final evaluation), then the rest are stopped by PID; the
 launcher exits with the chief's status.
@@ -16,12 +22,19 @@ launcher exits with the chief's status.
 prints the TF_CONFIG of each machine of a real cluster instead: one HOST[:PORT]
 per training task, in the order chief, workers, ps (port 2222 by default); the
 evaluator needs no address.
+
+    python -m estimator_lite.launch --print-firewall
+
+prints the iptables rules that let only the cluster's peers reach this task's
+port, for the TF_CONFIG of this machine.
 """
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -34,6 +47,9 @@ from typing import Any, BinaryIO, Dict, Iterable, List, NoReturn, Optional, Sequ
 _DEFAULT_PORT = 2222
 _TERM_GRACE_SECS = 5
 _POLL_SECS = 0.1
+# A namespace is made in milliseconds; the bound only keeps a broken system
+# from hanging the launcher.
+_NAMESPACE_TIMEOUT_SECS = 30
 
 
 class LaunchError(ValueError):
@@ -212,6 +228,69 @@ class _Cluster:
     return "; ".join(parts)
 
 
+class _PrivateNetwork:
+  """The holder process of the cluster's network namespace (see _cluster/private_network.py)."""
+
+  def __init__(self) -> None:
+    # Imported here: the module is small, but the launcher's other paths
+    # (--help, --print-tf-config) do not need it.
+    from estimator_lite._cluster import private_network  # pylint: disable=g-import-not-at-top
+    self._module = private_network
+    self._process = subprocess.Popen(private_network.hold_command(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert self._process.stdout is not None  # Popen(stdout=PIPE)
+    ready, _, _ = select.select([self._process.stdout], [], [], _NAMESPACE_TIMEOUT_SECS)
+    line = self._process.stdout.readline().decode(errors="replace") if ready else ""
+    mode = private_network.parse_ready(line)
+    if mode is None:
+      self.close()
+      reason = line.strip().removeprefix("failed ").strip() or (
+          f"no answer in {_NAMESPACE_TIMEOUT_SECS} s")
+      raise LaunchError(
+          f"cannot run the cluster in a private network namespace ({reason}). TensorFlow's "
+          "servers listen unauthenticated on every interface, so the launcher refuses to "
+          "start a cluster that the network can reach. Allow unprivileged user namespaces "
+          "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0) or run "
+          "as root; or pass --expose-to-network to run the tasks in this machine's network "
+          "anyway (only on a trusted network; README, Security).")
+    self.mode = mode
+    self.pid = self._process.pid
+
+  def wrap(self, command: Sequence[str]) -> List[str]:
+    """`command`, to be started inside the namespace (the same PID once it runs)."""
+    return self._module.join_command(self.pid, self.mode, command)
+
+  def close(self) -> None:
+    """Lets the holder end (tasks still inside keep the namespace until they exit)."""
+    for pipe in (self._process.stdin, self._process.stdout):
+      if pipe is not None:
+        pipe.close()
+    try:
+      self._process.wait(_TERM_GRACE_SECS)
+    except subprocess.TimeoutExpired:
+      self._process.kill()
+      self._process.wait()
+
+
+def _is_loopback(host: str) -> bool:
+  if host == "localhost":
+    return True
+  try:
+    return ipaddress.ip_address(host.strip("[]")).is_loopback
+  except ValueError:
+    return False
+
+
+def _exposure_warning(cluster: Dict[str, List[str]]) -> str:
+  ports = ", ".join(f"{job}:{index} port {address.rsplit(':', 1)[1]}"
+                    for job, addresses in cluster.items()
+                    for index, address in enumerate(addresses))
+  return ("WARNING: --expose-to-network: the tasks run in this machine's network, and "
+          "TensorFlow's servers listen unauthenticated on every interface: anyone who can "
+          f"reach this machine can run TensorFlow ops in them ({ports}). Use only on a "
+          "trusted network (README, Security).")
+
+
 class _Interrupted(KeyboardInterrupt):
   """The launcher got SIGTERM: stop the cluster as for Ctrl-C."""
 
@@ -227,7 +306,7 @@ def _raise_interrupt(signum: int, frame: Optional[FrameType]) -> NoReturn:
 
 def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator: bool,
                 grace_secs: float = 60.0, host: str = "localhost",
-                out: Optional[BinaryIO] = None) -> int:
+                out: Optional[BinaryIO] = None, *, expose_to_network: bool = False) -> int:
   """Runs `command` as every task of a local cluster; see the module docstring.
 
   Args:
@@ -238,25 +317,42 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
       take to finish before they are stopped.
     host: the address the tasks listen on.
     out: a binary stream for the prefixed output (stdout by default).
+    expose_to_network: run the tasks in this machine's network instead of a
+      private network namespace (a warning lists the exposed ports).
 
   Returns:
     The chief's exit status (128 + N if it died of signal N); 130 if the
     launcher was interrupted (Ctrl-C), 143 if it got SIGTERM.
 
   Raises:
-    LaunchError: bad counts or an empty command.
+    LaunchError: bad counts, an empty command, a --host that is not loopback
+      in a private network, or no private network namespace could be made.
   """
   if not command:
     raise LaunchError("no command: put the program after `--`, e.g. "
                       "`python -m estimator_lite.launch --ps 1 -- python train.py`.")
   _check_counts(num_ps, num_workers)
+  if not expose_to_network and not _is_loopback(host):
+    raise LaunchError(
+        f"--host {host} is not a loopback address: the tasks run in a private network "
+        "namespace whose only interface is loopback. Leave --host out, or pass "
+        "--expose-to-network to listen on this machine's network (README, Security).")
   out = out or sys.stdout.buffer
   tasks = cluster_tasks(num_ps, num_workers, evaluator)
   training = [t for t in tasks if t[0] != "evaluator"]
-  ports = free_ports(len(training), host)
+  # In a fresh namespace every port is free; picking them out here, where the
+  # launcher runs, also keeps --expose-to-network's ports free of clashes.
+  ports = free_ports(len(training), "localhost" if not expose_to_network else host)
   cluster = cluster_dict(tasks, [f"{host}:{port}" for port in ports])
+  network = None if expose_to_network else _PrivateNetwork()
   launched = _Cluster(out)
   launched.say(f"cluster {json.dumps(cluster)}; command {command}")
+  if network is None:
+    launched.say(_exposure_warning(cluster))
+  else:
+    launched.say(f"network: private namespace ({network.mode} mode, held by pid {network.pid}); "
+                 "the tasks reach each other on its loopback, nothing outside it can reach "
+                 "their ports")
   in_main_thread = threading.current_thread() is threading.main_thread()
   if in_main_thread:  # signal handlers can only be set there
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -266,7 +362,7 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
   try:
     for job, index in tasks:
       env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1")
-      launched.start(job, index, command, env)
+      launched.start(job, index, command if network is None else network.wrap(command), env)
     chief = launched.of_job("chief")[0]
     ps = launched.of_job("ps")
     while chief.poll() is None:
@@ -293,8 +389,21 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
     launched.stop(launched.tasks)
     for task in launched.tasks:
       task.join_output()
+    if network is not None:
+      network.close()
   launched.say(launched.summary())
   return status if status >= 0 else 128 - status
+
+
+def _print_firewall() -> int:
+  # Imported here: it parses TF_CONFIG with TensorFlow's ClusterSpec, which
+  # the launcher's other paths do not load.
+  from estimator_lite._cluster import firewall  # pylint: disable=g-import-not-at-top
+  try:
+    print(firewall.rules_for_tf_config(os.environ.get("TF_CONFIG")))
+  except ValueError as e:  # FirewallError, or a malformed TF_CONFIG
+    raise LaunchError(str(e)) from e
+  return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -302,8 +411,10 @@ def _parser() -> argparse.ArgumentParser:
       prog="python -m estimator_lite.launch",
       description="Run a training program as a local cluster (chief, workers, ps, "
       "evaluator), or print the TF_CONFIG of each machine of a real one.",
-      usage="%(prog)s [--ps N] [--workers M] [--evaluator] [--grace-secs S] -- COMMAND ...\n"
-      "       %(prog)s [--ps N] [--workers M] [--evaluator] --print-tf-config HOST[:PORT] ...")
+      usage="%(prog)s [--ps N] [--workers M] [--evaluator] [--grace-secs S] "
+      "[--expose-to-network] -- COMMAND ...\n"
+      "       %(prog)s [--ps N] [--workers M] [--evaluator] --print-tf-config HOST[:PORT] ...\n"
+      "       %(prog)s --print-firewall")
   parser.add_argument("--ps", type=int, default=1, help="parameter servers (default 1)")
   parser.add_argument("--workers", type=int, default=1,
                       help="workers besides the chief (default 1); the chief is always started")
@@ -311,7 +422,16 @@ def _parser() -> argparse.ArgumentParser:
   parser.add_argument("--grace-secs", type=float, default=60.0,
                       help="after the chief exits, how long workers and the evaluator may "
                       "take to finish before being stopped (default 60)")
-  parser.add_argument("--host", default="localhost", help="address the tasks listen on")
+  parser.add_argument("--host", default="localhost",
+                      help="address the tasks name in TF_CONFIG (default localhost; "
+                      "anything but loopback needs --expose-to-network)")
+  parser.add_argument("--expose-to-network", action="store_true",
+                      help="run the tasks in this machine's network instead of a private "
+                      "network namespace: their unauthenticated TensorFlow servers can then "
+                      "be reached by anyone who can reach this machine")
+  parser.add_argument("--print-firewall", action="store_true",
+                      help="print the iptables rules that let only the cluster's peers reach "
+                      "this task's port, for the TF_CONFIG in the environment, and exit")
   parser.add_argument("--print-tf-config", nargs="+", metavar="HOST[:PORT]",
                       help="print each machine's TF_CONFIG for these hosts (chief, workers, "
                       "ps, in that order) and exit")
@@ -328,6 +448,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = _parser()
   args = parser.parse_args(argv)
   try:
+    if args.print_firewall:
+      if command:
+        raise LaunchError("--print-firewall takes no command after `--`.")
+      return _print_firewall()
     if args.print_tf_config:
       if command:
         raise LaunchError("--print-tf-config takes no command after `--`.")
@@ -335,7 +459,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       print_tf_configs(args.ps, args.workers, args.evaluator, args.print_tf_config)
       return 0
     return run_cluster(command, args.ps, args.workers, args.evaluator,
-                       grace_secs=args.grace_secs, host=args.host)
+                       grace_secs=args.grace_secs, host=args.host,
+                       expose_to_network=args.expose_to_network)
   except LaunchError as e:
     parser.error(str(e))
   return 2

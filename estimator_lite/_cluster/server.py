@@ -37,6 +37,18 @@ def _server_config(session_config: tf.compat.v1.ConfigProto) -> tf.compat.v1.Con
   return config
 
 
+def _log_exposure(task_type: str, task_id: int, address: str) -> None:
+  # TensorFlow binds the server to every interface whatever host the address
+  # names, and serves any client: say so once, at a level shown by default.
+  port = address.rsplit(":", 1)[-1]
+  _logging.warning(
+      "TensorFlow server for %s:%d listens unauthenticated on all interfaces at port %s: "
+      "anyone who can reach this port can run TensorFlow ops in this process. Run the "
+      "cluster on a trusted network only (README.md, Security; `python -m "
+      "estimator_lite.launch --print-firewall` prints firewall rules for this TF_CONFIG).",
+      task_type, task_id, port)
+
+
 def start_std_server(config: Any) -> Optional[tf.distribute.Server]:
   """Starts this task's `tf.distribute.Server`, as tf.estimator did.
 
@@ -68,11 +80,14 @@ def start_std_server(config: Any) -> Optional[tf.distribute.Server]:
         "the TF_CONFIG environment variable.")
   _logging.info("Start Tensorflow server for %s:%d of %s.", config.task_type,
                 config.task_id, config.cluster_spec.as_dict())
-  return tf.distribute.Server(
+  server = tf.distribute.Server(
       config.cluster_spec, job_name=config.task_type, task_index=config.task_id,
       config=_server_config(_session_config.effective_session_config(config)),
       protocol=config.protocol,
       start=True)
+  _log_exposure(config.task_type, config.task_id,
+                config.cluster_spec.task_address(config.task_type, config.task_id))
+  return server
 
 
 def worker_start_delay_secs(config: Any) -> float:
@@ -119,4 +134,5 @@ def multi_worker_target(config: Any, session_config: tf.compat.v1.ConfigProto) -
     _MULTI_WORKER_SERVERS[key] = tf.distribute.Server(
         config.cluster_spec, job_name=config.task_type, task_index=config.task_id,
         config=session_config, protocol=protocol, start=True)
+    _log_exposure(config.task_type, config.task_id, address)
   return _MULTI_WORKER_SERVERS[key].target

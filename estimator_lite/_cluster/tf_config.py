@@ -96,6 +96,31 @@ def _warn_unknown_keys(unknown_keys):
         "reads %s).", new, list(KNOWN_KEYS))
 
 
+# The highest TCP port. Port 0 is let through: tf.estimator's own tests (and
+# users' tests written after them) name placeholder tasks "host0:0".
+_MAX_PORT = 65535
+
+
+def _check_addresses(cluster, raw):
+  """Each address in "cluster" must be "host:port", the port a number up to 65535.
+
+  TensorFlow's ClusterSpec takes any string, and a task with a bad address
+  fails only later, as a server that cannot start or a peer that never
+  answers. Host names are not resolved here: a RunConfig is built on every
+  task and in tests, and on Kubernetes a peer's name resolves only once its
+  pod is up.
+  """
+  for job, tasks in cluster.items():
+    addresses = tasks.values() if isinstance(tasks, dict) else tasks
+    for address in addresses:
+      host, separator, port = str(address).rpartition(":")
+      if (isinstance(address, str) and separator and host.strip("[]") and port.isdigit()
+          and int(port) <= _MAX_PORT):
+        continue
+      _fail(None, f'job {job!r} in "cluster" has the address {address!r}, which is not '
+            f'"host:port" with a port number up to {_MAX_PORT} (e.g. "host0:2222").', raw)
+
+
 def _task_index(value, raw):
   """`value` as an int, as tf.estimator's int(index), but no bool or fractional number."""
   try:
@@ -203,6 +228,7 @@ class TFConfig:
       _fail(str(e), '"cluster" must map each job name to its list of "host:port" '
             f"addresses, got {cluster!r}.", raw,
             TFConfigTypeError if isinstance(e, TypeError) else TFConfigError)
+    _check_addresses(cluster, raw)
     if not cluster:
       return self._local_role(task)
     return self._cluster_role(cluster, task)

@@ -25,13 +25,13 @@ CLUSTER_TIMEOUT_SECS = 240
 _PREFIX = re.compile(rb"^\[(chief|worker|ps|evaluator|master):\d+\] |^\[launch\] ")
 
 
-def _env():
+def launcher_env():
   env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
   env.pop("TF_CONFIG", None)
   return env
 
 
-def _stop(process):
+def stop_launcher(process):
   """SIGTERM (the launcher then stops its tasks), then SIGKILL; PIDs we started only."""
   if process.poll() is None:
     process.send_signal(signal.SIGTERM)
@@ -42,7 +42,7 @@ def _stop(process):
       process.wait()
 
 
-def _kill_launched_tasks(log_path):
+def kill_launched_tasks(log_path):
   # If the launcher itself had to be killed, its tasks (own sessions) survive
   # it: stop them by the PIDs it printed.
   with open(log_path, "rb") as f:
@@ -60,15 +60,15 @@ def run_launcher(tmp_path, launcher_args, program_args):
   command = [sys.executable, "-m", "estimator_lite.launch", *launcher_args, "--",
              sys.executable, EXAMPLE, *program_args]
   with open(log_path, "wb") as log:
-    process = subprocess.Popen(command, cwd=REPO, env=_env(), stdout=log,
+    process = subprocess.Popen(command, cwd=REPO, env=launcher_env(), stdout=log,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
       status = process.wait(CLUSTER_TIMEOUT_SECS)
     except subprocess.TimeoutExpired:
       status = None
     finally:
-      _stop(process)
-      _kill_launched_tasks(log_path)
+      stop_launcher(process)
+      kill_launched_tasks(log_path)
   with open(log_path, "rb") as f:
     output = f.read()
   assert status is not None, (f"cluster still running after {CLUSTER_TIMEOUT_SECS} s:\n"
@@ -223,7 +223,7 @@ def test_master_trains_and_evaluates(tmp_path):
   processes, logs = {}, []
   try:
     for job in ("ps", "master"):
-      env = dict(_env(), TF_CONFIG=launch.tf_config(cluster, job, 0))
+      env = dict(launcher_env(), TF_CONFIG=launch.tf_config(cluster, job, 0))
       logs.append(open(str(tmp_path / f"{job}.log"), "wb"))  # pylint: disable=consider-using-with
       processes[job] = subprocess.Popen(
           [sys.executable, EXAMPLE, "--model_dir", model_dir, "--max_steps", "200",

@@ -36,6 +36,18 @@ _NOTE = "\n\nNote that these values may be coming from the TF_CONFIG environment
      "Task address 7 must be bytes or unicode", '"cluster" must map each job name'),
     ({"cluster": CLUSTER, "task": ["worker", 0]}, TypeError, None,
      '"task" must be an object like {"type": "worker", "index": 0}'),
+    # Addresses TensorFlow's ClusterSpec lets through, though no task could use them.
+    ({"cluster": {"chief": ["h0:99999"], "ps": ["h3:1"]}, "task": {"type": "chief", "index": 0}},
+     ValueError, None, "job 'chief' in \"cluster\" has the address 'h0:99999', which is not "
+     '"host:port" with a port number up to 65535'),
+    ({"cluster": {"chief": ["h0:1"], "ps": ["h3"]}, "task": {"type": "chief", "index": 0}},
+     ValueError, None, "job 'ps' in \"cluster\" has the address 'h3'"),
+    ({"cluster": {"chief": ["h0:1"], "ps": [":2222"]}, "task": {"type": "chief", "index": 0}},
+     ValueError, None, "the address ':2222'"),
+    ({"cluster": {"chief": ["h0:1"], "worker": {"1": "h1:http"}},
+      "task": {"type": "chief", "index": 0}}, ValueError, None, "the address 'h1:http'"),
+    ({"cluster": {"chief": ["h0:1"], "evaluator": ["h4:-1"]},
+      "task": {"type": "evaluator", "index": 0}}, ValueError, None, "the address 'h4:-1'"),
     # The chief.
     ({"cluster": {"worker": ["h1:1"], "ps": ["h3:1"]}, "task": {"type": "worker", "index": 0}},
      ValueError, 'If "cluster" is set in TF_CONFIG, it must have one "chief" node.',
