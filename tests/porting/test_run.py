@@ -14,8 +14,6 @@ bounded by a timeout and killed by its own PID.
 import concurrent.futures
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -24,6 +22,9 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+# The cluster tests' bounded launcher helpers (stop by the PIDs we started).
+sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
+import test_roles as roles  # pylint: disable=g-import-not-at-top,wrong-import-position
 CORPUS = os.path.join(HERE, "corpus")
 PROGRAMS = sorted(p for p in os.listdir(CORPUS) if p.endswith(".py"))
 with open(os.path.join(HERE, "corpus_expected_2.15.json")) as _f:
@@ -148,32 +149,10 @@ def _launcher_job(tmp):
     except subprocess.TimeoutExpired:
       status = None
     finally:
-      _stop(process)
-      _kill_launched_tasks(log_path)
+      roles.stop_launcher(process)
+      roles.kill_launched_tasks(log_path)
   with open(log_path, "rb") as f:
     return status, f.read().decode(errors="replace"), model_dir
-
-
-def _stop(process):
-  if process.poll() is None:
-    process.send_signal(signal.SIGTERM)  # the launcher then stops its tasks
-    try:
-      process.wait(20)
-    except subprocess.TimeoutExpired:
-      process.kill()
-      process.wait()
-
-
-def _kill_launched_tasks(log_path):
-  # Tasks of a launcher that had to be killed outlive it: stop them by the
-  # PIDs it printed (their own process groups).
-  with open(log_path, "rb") as f:
-    pids = [int(p) for p in re.findall(rb"^\[launch\] started \S+ \(pid (\d+)\)", f.read(), re.M)]
-  for pid in pids:
-    try:
-      os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-      pass
 
 
 _MODULE_FORM = ("tf_estimator.py", "tensorflow_estimator_alias.py")
