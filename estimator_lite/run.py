@@ -16,6 +16,7 @@ It works under the launcher too:
 from __future__ import annotations
 
 import builtins
+import inspect
 import importlib.machinery
 import importlib.util
 import os
@@ -184,11 +185,11 @@ def _exit_like_python(error: BaseException, under_runpy: bool) -> NoReturn:
   if under_runpy:
     # `python -m` shows the two runpy frames that started the module; this
     # runner was started by the very same ones (`python -m estimator_lite.run`).
-    frame = sys._getframe()  # pylint: disable=protected-access
+    frame = inspect.currentframe()
     while frame is not None:
       if frame.f_code.co_filename in _RUNNER_FILES - {__file__}:
         tb = types.TracebackType(tb, frame, frame.f_lasti, frame.f_lineno)
-      frame = frame.f_back  # type: ignore[assignment]
+      frame = frame.f_back
   error.__traceback__ = tb
   sys.excepthook(type(error), error, tb)
   if isinstance(error, KeyboardInterrupt):

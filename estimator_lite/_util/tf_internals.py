@@ -332,7 +332,7 @@ def keras2_train_loss_and_op(model: Any) -> tuple:
   """(total loss, train op) of a compiled tf-keras clone built in the current graph."""
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)  # "state_updates will be removed"
-    model._make_train_function()  # pylint: disable=protected-access
+    model._make_train_function()
   return model.total_loss, model.train_function.updates_op
 
 
@@ -340,7 +340,7 @@ def keras2_eval_loss(model: Any) -> Any:
   """The total loss of a compiled tf-keras clone built in the current graph (eval)."""
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)  # "state_updates will be removed"
-    model._make_test_function()  # pylint: disable=protected-access
+    model._make_test_function()
   return model.total_loss
 
 
@@ -348,17 +348,17 @@ def keras2_compiled_metrics(model: Any) -> list:
   """The metric objects compile(metrics=...) made on a tf-keras clone (not add_metric's)."""
   if not getattr(model, "_compile_metrics", None):
     return []
-  return list(model._compile_metric_functions)  # pylint: disable=protected-access
+  return list(model._compile_metric_functions)
 
 
 def keras2_weight_loss_by(model: Any, weights: List[Any]) -> None:
   """Rebuilds a tf-keras clone's loss and weighted metrics with per-output sample weights."""
-  model._compile_weights_loss_and_weighted_metrics(weights)  # pylint: disable=protected-access
+  model._compile_weights_loss_and_weighted_metrics(weights)
 
 
 def keras2_track_global_step(model: Any, global_step: Any) -> None:
   """Makes the global step part of the model's object graph, as tf.estimator named it."""
-  model._track_trackable(global_step, KERAS2_GLOBAL_STEP_NAME)  # pylint: disable=protected-access
+  model._track_trackable(global_step, KERAS2_GLOBAL_STEP_NAME)
 
 
 def object_based_saver(root: Any) -> tf.compat.v1.train.Saver:
