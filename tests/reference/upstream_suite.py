@@ -39,7 +39,8 @@ import xml.etree.ElementTree as ElementTree
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _PACKAGE = "tensorflow_estimator/python/estimator"
 
-# The public-API tests of tf.estimator 2.15 (the measure named by issue 16).
+# The public-API tests of tf.estimator 2.15 (the measure named by issue 16),
+# and its Keras model_to_estimator tests (issue 18).
 TEST_FILES = (
     "run_config_test.py",
     "estimator_test.py",
@@ -51,6 +52,7 @@ TEST_FILES = (
     "object_checkpointing_test.py",
     "hooks/hooks_test.py",
     "hooks/basic_session_run_hooks_test.py",
+    "keras_test.py",
 )
 # Upstream test helpers the tests import (test support, not library code).
 HELPER_FILES = ("hooks/fake_summary_writer.py",)
@@ -94,6 +96,8 @@ SHIM_MODULES = {
     "inputs.numpy_io": (("estimator_lite.inputs.numpy_io",), {}),
     "util.tf_keras": (("tf_keras",), {}),
     "util.tf_keras_v1": (("tf_keras.api._v1.keras",), {}),
+    "util.tf_keras_v2": (("tf_keras",), {}),
+    "keras_lib": (("estimator_lite.keras",), {}),
     "canned.dnn": (("estimator_lite.canned.dnn",), {}),
     "canned.prediction_keys": (("estimator_lite.canned.prediction_keys",), {}),
 }
