@@ -129,8 +129,14 @@ class SeedSource:
   def rng_factory(self) -> Callable[[], np.random.Generator]:
     """Returns a function giving each reading's numpy Generator.
 
-    Call it while the input_fn builds its graph: the graph seed is read then
-    (the generator itself runs on a tf.data thread, outside that graph).
+    Call it while the input_fn builds its graph, and only when shuffling: it
+    takes one op seed from the graph, as one random op does. tf.estimator
+    2.15's feeder took exactly one when shuffling (its RandomShuffleQueue)
+    and none otherwise (a FIFOQueue); a graph hands op seeds out in order
+    (TF's `get_seed` counts the seeds taken, not the ops built), so taking
+    the same number keeps a model_fn's unseeded random ops (initializers,
+    dropout) on 2.15's op seeds under `RunConfig(tf_random_seed=...)`.
+    The generator itself runs on a tf.data thread, outside that graph.
     """
     graph_seed, _ = tf.compat.v1.get_seed(None)
 
@@ -178,10 +184,12 @@ def make_dataset(columns: Dict[Any, np.ndarray], feature_keys: Any, target_keys:
   signature = structure(lambda key: tf.TensorSpec(
       (batch_dim,) + columns[key].shape[1:], _tensor_dtype(key, columns[key])))
 
-  make_rng = seed_source.rng_factory()
+  # Only a shuffle takes an op seed (see SeedSource.rng_factory): an in-order
+  # read must leave the graph's op seeds untouched, as 2.15's FIFOQueue did.
+  make_rng = seed_source.rng_factory() if shuffle else None
 
   def generate() -> Iterator[Any]:
-    rng = make_rng() if shuffle else None
+    rng = make_rng() if make_rng is not None else None
     for rows in _index_batches(num_rows, batch_size, num_epochs, shuffle, rng):
       yield structure(lambda key, rows=rows: columns[key][rows])
 
