@@ -23,9 +23,6 @@ import pytest
 
 from estimator_lite import migrate
 from estimator_lite._porting import names
-# The corpus programs whose numbers differ from tf.estimator 2.15's on TF 2.21
-# whichever way they reach estimator_lite (the one list, kept by test_run.py).
-from test_run import NUMERIC_GAPS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "migrate_cases")
@@ -257,12 +254,6 @@ def test_migrated_corpus_and_notebook_run_on_plain_tensorflow(tmp_path, capsys):
   with open(EXPECTED) as f:
     expected = json.load(f)
   for name in programs:
-    want = _as_estimator_lite(expected[name])
-    if name in NUMERIC_GAPS:  # as under the zero-edit runner: see test_run.py
-      assert set(results[name]) == set(want), name
-      assert results[name]["global_step"] == want["global_step"], name
-      assert results[name]["estimator_module"] == want["estimator_module"], name
-    else:
-      assert results[name] == want, name
+    assert results[name] == _as_estimator_lite(expected[name]), name
   # The notebook is corpus/tf_estimator.py in cells: tf.estimator 2.15's numbers.
   assert results["notebook_script.py"] == _as_estimator_lite(expected["tf_estimator.py"])
