@@ -53,8 +53,9 @@ def _close(actual: Dict[str, Any], expected: Dict[str, Any]) -> None:
     np.testing.assert_allclose(actual[key], value, **TOL, err_msg=key)
 
 
-def _run(name: str, model: Any, features: Any, labels: Any, fmt: str, serving: Callable[[], Any],
-         model_dir: str, compare_numbers: bool = True, **kwargs: Any) -> None:
+def assert_matches_tf215(name: str, model: Any, features: Any, labels: Any, fmt: str,
+                         serving: Callable[[], Any], model_dir: str,
+                         compare_numbers: bool = True, **kwargs: Any) -> None:
   """Does what make_keras_fixture.run_case did in 2.15 and compares each result."""
   expected = EXPECTED["cases"][name]
   keras_eval = model.evaluate(features, labels, batch_size=keras_cases.N, verbose=0,
@@ -98,29 +99,31 @@ def _run(name: str, model: Any, features: Any, labels: Any, fmt: str, serving: C
 
 @pytest.mark.parametrize("fmt", ["checkpoint", "saver"])
 def test_sequential_matches_tf215(fmt: str, tmp_path: Any) -> None:
-  _run(f"sequential_{fmt}", keras_cases.sequential(tf), DATA["x"], DATA["y_class"], fmt,
-       _serve_x, str(tmp_path))
+  assert_matches_tf215(f"sequential_{fmt}", keras_cases.sequential(tf), DATA["x"],
+                       DATA["y_class"], fmt, _serve_x, str(tmp_path))
 
 
 def test_functional_feature_dict_metric_names_map_matches_tf215(tmp_path: Any) -> None:
   # Adam (a tf-keras 2.11+ optimizer) is converted to the legacy Adam, as 2.15 did.
-  _run("functional_dict_checkpoint", keras_cases.functional(tf),
-       {"a": DATA["a"], "b": DATA["b"]}, DATA["y_reg"], "checkpoint", _serve_ab, str(tmp_path),
-       metric_names_map={"mae": "mean_abs", "rmse": "root_mse"},
-       export_outputs={"out": est.export.RegressionOutput})
+  assert_matches_tf215("functional_dict_checkpoint", keras_cases.functional(tf),
+                       {"a": DATA["a"], "b": DATA["b"]}, DATA["y_reg"], "checkpoint",
+                       _serve_ab, str(tmp_path),
+                       metric_names_map={"mae": "mean_abs", "rmse": "root_mse"},
+                       export_outputs={"out": est.export.RegressionOutput})
 
 
 def test_functional_labels_dict_saver_matches_tf215(tmp_path: Any) -> None:
-  _run("functional_list_saver", keras_cases.functional(tf), {"a": DATA["a"], "b": DATA["b"]},
-       {"out": DATA["y_reg"]}, "saver", _serve_ab, str(tmp_path))
+  assert_matches_tf215("functional_list_saver", keras_cases.functional(tf),
+                       {"a": DATA["a"], "b": DATA["b"]}, {"out": DATA["y_reg"]}, "saver",
+                       _serve_ab, str(tmp_path))
 
 
 def test_subclassed_saver_matches_tf215_names(tmp_path: Any) -> None:
   # 2.15 could not carry a subclassed model's weights (fresh initialisation,
   # not reproducible there), so only keys and variable names are compared.
   model, custom = keras_cases.subclassed(tf)
-  _run("subclassed_saver", model, DATA["x"], DATA["y_class"], "saver", _serve_x,
-       str(tmp_path), compare_numbers=False, custom_objects=custom)
+  assert_matches_tf215("subclassed_saver", model, DATA["x"], DATA["y_class"], "saver",
+                       _serve_x, str(tmp_path), compare_numbers=False, custom_objects=custom)
 
 
 def test_v1_defaults_to_name_based_checkpoints(tmp_path: Any) -> None:
