@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from estimator_lite._cluster import tf_config as _tf_config
 
 
 class FirewallError(ValueError):
   """The rules cannot be written for this TF_CONFIG; the message says why."""
-
-
-def _split_address(address: str) -> Tuple[str, int]:
-  host, _, port = address.rpartition(":")
-  return host.strip("[]"), int(port)
 
 
 def _resolve(host: str, task: str) -> List[str]:
@@ -41,13 +36,13 @@ def _peers(cluster_spec) -> Dict[str, List[str]]:
   for job in cluster_spec.jobs:
     for index in cluster_spec.task_indices(job):
       task = f"{job}:{index}"
-      host, _ = _split_address(cluster_spec.task_address(job, index))
+      host, _ = _tf_config.split_address(cluster_spec.task_address(job, index))
       for ip in _resolve(host, task):
         peers.setdefault(ip, []).append(task)
   return peers
 
 
-def _rules(command: str, port: int, peers: Dict[str, List[str]]) -> List[str]:
+def _rules(command: str, port: str, peers: Dict[str, List[str]]) -> List[str]:
   # Inserted at the top of INPUT, in order, so that a broader ACCEPT rule
   # further down cannot let others in before the DROP.
   lines = [f"{command} -I INPUT 1 -p tcp --dport {port} -i lo -j ACCEPT"]
@@ -80,7 +75,8 @@ def rules_for_tf_config(raw: Optional[str]) -> str:
     raise FirewallError(
         "TF_CONFIG names no cluster, so this process runs no TensorFlow server: set "
         "TF_CONFIG to this machine's (cluster and task) and run --print-firewall again.")
-  _, port = _split_address(role.cluster_spec.task_address(role.task_type, role.task_id))
+  _, port = _tf_config.split_address(
+      role.cluster_spec.task_address(role.task_type, role.task_id))
   peers = _peers(role.cluster_spec)
   v4 = {ip: tasks for ip, tasks in peers.items() if ipaddress.ip_address(ip).version == 4}
   v6 = {ip: tasks for ip, tasks in peers.items() if ipaddress.ip_address(ip).version == 6}

@@ -40,7 +40,7 @@ def _server_config(session_config: tf.compat.v1.ConfigProto) -> tf.compat.v1.Con
 def _log_exposure(task_type: str, task_id: int, address: str) -> None:
   # TensorFlow binds the server to every interface whatever host the address
   # names, and serves any client: say so once, at a level shown by default.
-  port = address.rsplit(":", 1)[-1]
+  _, port = _tf_config.split_address(address)
   _logging.warning(
       "TensorFlow server for %s:%d listens unauthenticated on all interfaces at port %s: "
       "anyone who can reach this port can run TensorFlow ops in this process. Run the "

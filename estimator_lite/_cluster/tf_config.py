@@ -23,7 +23,7 @@ description) and may add more; a warning names them once per process.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, NoReturn, Optional, Type
+from typing import Any, Dict, List, NoReturn, Optional, Tuple, Type
 
 import attrs
 import tensorflow as tf
@@ -101,6 +101,16 @@ def _warn_unknown_keys(unknown_keys):
 _MAX_PORT = 65535
 
 
+def split_address(address: str) -> Tuple[str, str]:
+  """("host", "port") of a TF_CONFIG address "host:port" ("[::1]:2222" gives "::1").
+
+  Either part is "" when missing; `_check_addresses` has made sure neither is
+  for the addresses of a parsed TF_CONFIG.
+  """
+  host, _, port = address.rpartition(":")
+  return host.strip("[]"), port
+
+
 def _check_addresses(cluster, raw):
   """Each address in "cluster" must be "host:port", the port a number up to 65535.
 
@@ -113,10 +123,10 @@ def _check_addresses(cluster, raw):
   for job, tasks in cluster.items():
     addresses = tasks.values() if isinstance(tasks, dict) else tasks
     for address in addresses:
-      host, separator, port = str(address).rpartition(":")
-      if (isinstance(address, str) and separator and host.strip("[]") and port.isdigit()
-          and int(port) <= _MAX_PORT):
-        continue
+      if isinstance(address, str):
+        host, port = split_address(address)
+        if host and port.isdigit() and int(port) <= _MAX_PORT:
+          continue
       _fail(None, f'job {job!r} in "cluster" has the address {address!r}, which is not '
             f'"host:port" with a port number up to {_MAX_PORT} (e.g. "host0:2222").', raw)
 
