@@ -22,12 +22,7 @@ PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "canned_clust
 
 def _run_cluster(tmp_path, launcher_args, program_args):
   # Same launcher, bounds and cleanup as the core cluster tests, another program.
-  original = roles.EXAMPLE
-  roles.EXAMPLE = PROGRAM
-  try:
-    return roles.run_launcher(tmp_path, launcher_args, program_args)
-  finally:
-    roles.EXAMPLE = original
+  return roles.run_launcher(tmp_path, launcher_args, program_args, program=(PROGRAM,))
 
 
 def _devices(lines):

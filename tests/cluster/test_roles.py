@@ -54,16 +54,21 @@ def kill_launched_tasks(log_path):
       pass
 
 
-def run_launcher(tmp_path, launcher_args, program_args):
-  """Runs the launcher to completion; returns (exit status, output lines by task)."""
-  log_path = str(tmp_path / "launch.log")
+def run_launcher(tmp_path, launcher_args, program_args, *, program=(EXAMPLE,), cwd=REPO,
+                 env=None, timeout_secs=CLUSTER_TIMEOUT_SECS):
+  """Runs the launcher to completion; returns (exit status, output lines by task).
+
+  Every task runs `python *program *program_args` (examples/cluster_train.py
+  by default; `("-m", "estimator_lite.run", "prog.py")` is a program too).
+  """
+  log_path = os.path.join(str(tmp_path), "launch.log")
   command = [sys.executable, "-m", "estimator_lite.launch", *launcher_args, "--",
-             sys.executable, EXAMPLE, *program_args]
+             sys.executable, *program, *program_args]
   with open(log_path, "wb") as log:
-    process = subprocess.Popen(command, cwd=REPO, env=launcher_env(), stdout=log,
+    process = subprocess.Popen(command, cwd=cwd, env=env or launcher_env(), stdout=log,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-      status = process.wait(CLUSTER_TIMEOUT_SECS)
+      status = process.wait(timeout_secs)
     except subprocess.TimeoutExpired:
       status = None
     finally:
@@ -71,7 +76,7 @@ def run_launcher(tmp_path, launcher_args, program_args):
       kill_launched_tasks(log_path)
   with open(log_path, "rb") as f:
     output = f.read()
-  assert status is not None, (f"cluster still running after {CLUSTER_TIMEOUT_SECS} s:\n"
+  assert status is not None, (f"cluster still running after {timeout_secs} s:\n"
                               f"{output[-6000:].decode(errors='replace')}")
   return status, output
 

@@ -20,14 +20,9 @@ PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keras_cluste
 def test_keras_model_trains_on_a_ps_cluster_with_an_evaluator(tmp_path):
   model_dir = str(tmp_path / "model")
   max_steps = 200
-  original = roles.EXAMPLE
-  roles.EXAMPLE = PROGRAM
-  try:
-    status, output = roles.run_launcher(
-        tmp_path, ["--ps", "1", "--workers", "1", "--evaluator", "--grace-secs", "90"],
-        ["--model_dir", model_dir, "--max_steps", str(max_steps)])
-  finally:
-    roles.EXAMPLE = original
+  status, output = roles.run_launcher(
+      tmp_path, ["--ps", "1", "--workers", "1", "--evaluator", "--grace-secs", "90"],
+      ["--model_dir", model_dir, "--max_steps", str(max_steps)], program=(PROGRAM,))
   assert status == 0, output[-6000:].decode(errors="replace")
   chief, worker = roles.lines_of(output, "chief:0"), roles.lines_of(output, "worker:0")
   evaluator = roles.lines_of(output, "evaluator:0")

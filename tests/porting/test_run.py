@@ -125,23 +125,11 @@ def _install_job(tmp):
 def _launcher_job(tmp):
   """chief, worker, ps and evaluator, each `python -m estimator_lite.run PROGRAM`."""
   model_dir = os.path.join(tmp, "cluster")
-  log_path = os.path.join(tmp, "launch.log")
-  command = [sys.executable, "-m", "estimator_lite.launch", "--ps", "1", "--workers", "1",
-             "--evaluator", "--grace-secs", "120", "--",
-             sys.executable, "-m", "estimator_lite.run", CLUSTER_PROGRAM,
-             "--model_dir", model_dir]
-  with open(log_path, "wb") as log:
-    process = subprocess.Popen(command, cwd=CORPUS, env=_child_env(), stdout=log,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-      status = process.wait(TIMEOUT_SECS)
-    except subprocess.TimeoutExpired:
-      status = None
-    finally:
-      roles.stop_launcher(process)
-      roles.kill_launched_tasks(log_path)
-  with open(log_path, "rb") as f:
-    return status, f.read().decode(errors="replace"), model_dir
+  status, output = roles.run_launcher(
+      tmp, ["--ps", "1", "--workers", "1", "--evaluator", "--grace-secs", "120"],
+      ["--model_dir", model_dir], program=("-m", "estimator_lite.run", CLUSTER_PROGRAM),
+      cwd=CORPUS, env=_child_env(), timeout_secs=TIMEOUT_SECS)
+  return status, output.decode(errors="replace"), model_dir
 
 
 _MODULE_FORM = ("tf_estimator.py", "tensorflow_estimator_alias.py")
