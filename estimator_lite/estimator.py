@@ -213,10 +213,15 @@ class Estimator:
                name: Optional[str] = None) -> Dict[str, Any]:
     """Evaluates the model on data from input_fn and writes eval[_NAME] events.
 
+    An evaluation that runs long logs its progress every 10 seconds: the
+    batches so far, and of how many (steps, or the dataset's size when
+    tf.data knows it).
+
     Args:
       input_fn: as for train(); evaluation stops at end of input or `steps`.
       steps: number of batches to evaluate (a fraction rounds up); None runs
-        until input ends.
+        until input ends, so input_fn must not return an infinite dataset
+        (`repeat()` with no count).
       hooks: list of `SessionRunHook` run during evaluation.
       checkpoint_path: checkpoint to evaluate; the latest one by default. With
         no checkpoint at all, evaluates the initialised model, warm-started
@@ -229,7 +234,10 @@ class Estimator:
     Raises:
       TypeError: a hook of the wrong type, a name that is not a string, or
         steps not a number.
-      ValueError: steps <= 0 or NaN, or a metric named "loss" or "global_step".
+      ValueError: steps <= 0 or NaN, a metric named "loss" or "global_step",
+        or steps is None and input_fn returned a tf.data.Dataset whose
+        cardinality is infinite (raised before the checkpoint is read; pass
+        steps, or end the dataset: no `repeat()`, or `take(N)`).
       OverflowError: infinite steps.
     """
     hooks = validation.check_hooks(hooks, "Estimator.evaluate(hooks=...)",

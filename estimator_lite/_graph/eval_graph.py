@@ -7,7 +7,7 @@ in-memory evaluator, which builds the graph once and runs it many times.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 import attrs
 import tensorflow as tf
@@ -31,12 +31,17 @@ class EvalGraph:
       and `global_step`.
     hooks: the input's hooks, the caller's and the EstimatorSpec's
       evaluation_hooks, in that order.
+    input_cardinality: when input_fn returned a tf.data.Dataset, the scalar
+      int64 tensor of its number of batches (`input_fn.cardinality`: a count,
+      tf.data.INFINITE_CARDINALITY or UNKNOWN_CARDINALITY); None otherwise
+      (and under a strategy, which reads the dataset through its own iterator).
   """
 
   scaffold: tf.compat.v1.train.Scaffold
   update_op: tf.Operation
   values: Dict[str, Any]
   hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...]
+  input_cardinality: Optional[tf.Tensor] = None
 
 
 def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], config: Any,
@@ -60,8 +65,10 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
   graph = tf.compat.v1.get_default_graph()
   tf.compat.v1.set_random_seed(config.tf_random_seed)
   global_step = tf.compat.v1.train.get_or_create_global_step(graph)
-  features, labels, input_hooks = input_fn_lib.features_and_labels(
-      input_fn, ModeKeys.EVAL, params, config)
+  # The input_fn's result itself, not only its features: a Dataset's
+  # cardinality tells evaluation whether the input ever ends.
+  result = input_fn_lib.call_input_fn(input_fn, ModeKeys.EVAL, params, config)
+  features, labels, input_hooks = input_fn_lib.parse_input_fn_result(result)
   spec = model_fn(features, labels, ModeKeys.EVAL, config)
   validation.check_metric_names(spec.eval_metric_ops)
   values, updates = metrics.metric_value_and_update_ops(spec.eval_metric_ops, graph)
@@ -69,4 +76,5 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
   values[validation.GLOBAL_STEP_KEY] = global_step
   return EvalGraph(scaffold=spec.scaffold, update_op=tf.group(loss_update, *updates),
                    values=values,
-                   hooks=tuple(input_hooks) + tuple(hooks) + tuple(spec.evaluation_hooks))
+                   hooks=tuple(input_hooks) + tuple(hooks) + tuple(spec.evaluation_hooks),
+                   input_cardinality=input_fn_lib.cardinality(result))

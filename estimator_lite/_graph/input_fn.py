@@ -107,6 +107,22 @@ def _is_dataset(value: Any) -> bool:
   return isinstance(value, (tf.data.Dataset, tf.compat.v1.data.Dataset))
 
 
+def cardinality(result: Any) -> Optional[tf.Tensor]:
+  """tf.data's count of the elements of a Dataset result, as a tensor; None for other results.
+
+  Builds no more than the count's op (on the CPU, with the input pipeline); a
+  session evaluates it to the number of elements (batches, for a batched
+  dataset), `tf.data.INFINITE_CARDINALITY` (e.g. after `repeat()` with no
+  count) or `tf.data.UNKNOWN_CARDINALITY` (e.g. after `filter`, or from
+  `from_generator`: tf.data cannot tell without reading the input). Features
+  from an iterator the input_fn made itself have no count: None.
+  """
+  if not _is_dataset(result):
+    return None
+  with tf.device("/cpu:0"):
+    return tf.data.experimental.cardinality(result)
+
+
 def require_dataset(result: Any, why: str) -> Any:
   """Returns `result`, which `why` needs to be a tf.data.Dataset.
 

@@ -4,6 +4,11 @@
 RunConfig.eval_distribute), runs it with `run` and writes the results to
 model_dir/eval[_NAME]. The in-memory evaluator builds its graph once and calls
 `run` with a Scaffold that copies the training variables in.
+
+Evaluation with no `steps` runs until the input ends: `build_graph` refuses
+an input tf.data knows to be infinite (before any session exists), and `run`
+logs how far it has got every PROGRESS_LOG_SECS, so a long or endless
+evaluation is never silent.
 """
 from __future__ import annotations
 
@@ -17,11 +22,15 @@ from estimator_lite._graph import eval_graph
 from estimator_lite._graph import strategy as strategy_lib
 from estimator_lite._session import checkpoints
 from estimator_lite._session import targets
+from estimator_lite._util import cadence as cadence_lib
 from estimator_lite._util import events
 from estimator_lite._util import quiet
 from estimator_lite._util import validation
 
 _logging = tf.compat.v1.logging
+# Seconds of evaluation between two progress lines ("Evaluation: N batches so
+# far of M"). Read when an evaluation starts; tests lower it.
+PROGRESS_LOG_SECS = 10.0
 
 
 class StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
@@ -31,6 +40,11 @@ class StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
     self._num_evals = num_evals
     self._log_every = max(1, num_evals // 10)
     self._done = 0
+
+  @property
+  def num_evals(self) -> int:
+    """The number of batches after which evaluation stops."""
+    return self._num_evals
 
   def begin(self) -> None:
     # Counts per evaluation: the in-memory evaluator reuses the hook.
@@ -51,6 +65,100 @@ def hooks_with_steps(hooks: Sequence[tf.compat.v1.train.SessionRunHook], steps: 
   return list(hooks) + ([StopAfterNEvalsHook(steps)] if steps is not None else [])
 
 
+def _steps_of(hooks: Sequence[tf.compat.v1.train.SessionRunHook]) -> Optional[int]:
+  """The `steps` hooks_with_steps put among `hooks`, or None when evaluation runs to the end."""
+  for hook in hooks:
+    if isinstance(hook, StopAfterNEvalsHook):
+      return hook.num_evals
+  return None
+
+
+class _Progress:
+  """Counts an evaluation's batches and logs them every PROGRESS_LOG_SECS.
+
+  The total is `steps` when given, else the number of batches of the input
+  when tf.data knows it (read once, at the first line), else "unknown".
+  """
+
+  def __init__(self, steps: Optional[int], input_cardinality: Optional[tf.Tensor]):
+    self._total: Optional[str] = None if steps is None else str(steps)
+    self._cardinality = input_cardinality
+    self._cadence = cadence_lib.Cadence(every_secs=PROGRESS_LOG_SECS)
+    self._start = 0.0
+    self.batches = 0
+
+  def start(self) -> None:
+    """Starts the clock: the first line comes PROGRESS_LOG_SECS from now."""
+    self._start = self._cadence.now()
+    self._cadence.fire(at=self._start)
+
+  def after_batch(self, session: tf.compat.v1.train.MonitoredSession) -> None:
+    """Counts one batch; logs when due (one clock read and comparison otherwise)."""
+    self.batches += 1
+    if self._cadence.is_due():
+      self._cadence.fire()
+      _logging.info("Evaluation: %d batches so far of %s (%.0f secs).", self.batches,
+                    self._total_text(session), self._cadence.now() - self._start)
+
+  def _total_text(self, session: tf.compat.v1.train.MonitoredSession) -> str:
+    if self._total is None:
+      size = None
+      if self._cardinality is not None:
+        # The raw session: a hook must not count this run as a batch.
+        cardinality = self._cardinality
+        size = _size_or_none(lambda: session.run_step_fn(
+            lambda step_context: step_context.session.run(cardinality)))
+      self._total = str(size) if size is not None else "unknown"
+    return self._total
+
+
+def _size_or_none(read: Callable[[], Any]) -> Optional[int]:
+  """A cardinality `read()` returns, as a count; INFINITE stays; None when unknown or unreadable."""
+  try:
+    value = int(read())
+  except tf.errors.OpError:
+    # A pipeline that needs a feed or an initialised variable to be built.
+    return None
+  return None if value == tf.data.UNKNOWN_CARDINALITY else value
+
+
+def input_size(graph: eval_graph.EvalGraph, config: Any) -> Optional[int]:
+  """The number of batches the graph's input holds, as tf.data tells without reading it.
+
+  Evaluates the input's cardinality in a short-lived local session (before
+  any checkpoint is restored).
+
+  Returns:
+    The count, tf.data.INFINITE_CARDINALITY, or None: unknown (not a
+    Dataset, a count tf.data cannot tell, or a pipeline that needs a feed).
+  """
+  cardinality = graph.input_cardinality
+  if cardinality is None:
+    return None
+
+  def read() -> Any:
+    with tf.compat.v1.Session(graph=cardinality.graph,
+                              config=targets.in_process_session_config(config)) as session:
+      return session.run(cardinality)
+
+  return _size_or_none(read)
+
+
+def check_input_ends(graph: eval_graph.EvalGraph, config: Any) -> None:
+  """Refuses an evaluation without steps over an input tf.data knows to be infinite.
+
+  Raises:
+    ValueError: input_fn returned a Dataset of INFINITE cardinality.
+  """
+  if input_size(graph, config) == tf.data.INFINITE_CARDINALITY:
+    raise ValueError(
+        "Evaluation with steps=None runs until the input ends, but input_fn returned "
+        "an infinite tf.data.Dataset (its cardinality is INFINITE, e.g. after "
+        ".repeat() with no count): it would never finish. Pass steps=N to evaluate N "
+        "batches (EvalSpec(steps=N) in train_and_evaluate), or make the evaluation "
+        "dataset finite: drop the .repeat(), or end it with .take(N).")
+
+
 @contextlib.contextmanager
 def placement(config: Any) -> Iterator[None]:
   """The scope an eval graph is built and run in: RunConfig.eval_distribute's, if any."""
@@ -64,10 +172,21 @@ def placement(config: Any) -> Iterator[None]:
 def build_graph(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: Any,
                 params: dict, hooks: Sequence[tf.compat.v1.train.SessionRunHook]
                 ) -> eval_graph.EvalGraph:
-  """The eval graph in the current default graph, inside `placement(config)`."""
+  """The eval graph in the current default graph, inside `placement(config)`.
+
+  `hooks` are hooks_with_steps': without a steps hook the input must end.
+
+  Raises:
+    ValueError: no steps, and input_fn returned an infinite Dataset (checked
+      before any session exists), or as eval_graph.build.
+  """
   if config.eval_distribute is not None:
-    return strategy_lib.build_eval_graph(model_fn, input_fn, config, params, hooks)
-  return eval_graph.build(model_fn, input_fn, config, params, hooks)
+    graph = strategy_lib.build_eval_graph(model_fn, input_fn, config, params, hooks)
+  else:
+    graph = eval_graph.build(model_fn, input_fn, config, params, hooks)
+  if _steps_of(hooks) is None:
+    check_input_ends(graph, config)
+  return graph
 
 
 def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str],
@@ -86,6 +205,7 @@ def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str]
   Raises:
     ValueError: the default Saver is in use and the checkpoint does not fit.
   """
+  progress = _Progress(_steps_of(graph.hooks), graph.input_cardinality)
   scaffold = scaffold or graph.scaffold
   checkpoints.check_restorable(scaffold, checkpoint_path, tf.compat.v1.get_default_graph())
   final_ops_hook = tf.compat.v1.train.FinalOpsHook(graph.values)
@@ -98,8 +218,10 @@ def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str]
   start = time.time()
   with tf.compat.v1.train.MonitoredSession(
       session_creator=session_creator, hooks=list(graph.hooks) + [final_ops_hook]) as session:
+    progress.start()
     while not session.should_stop():
       session.run(graph.update_op)
+      progress.after_batch(session)
   _logging.info("Inference Time : %.5fs", time.time() - start)
   _logging.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
   return final_ops_hook.final_ops_values
@@ -126,6 +248,10 @@ def evaluate(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config:
 
   Returns:
     The results dict.
+
+  Raises:
+    ValueError: steps is None and input_fn returned an infinite Dataset
+      (before the checkpoint is read), or as build_graph and run.
   """
   with quiet.quiet_deprecations(), tf.Graph().as_default(), placement(config):
     graph = build_graph(model_fn, input_fn, config, params, hooks_with_steps(hooks, steps))
