@@ -125,7 +125,9 @@ class EvalSpec(validation.Replaceable):
 
   Args:
     input_fn: as for TrainSpec; evaluation stops at end of input or `steps`.
-    steps: batches per evaluation; None evaluates until input ends.
+    steps: batches per evaluation; None evaluates until input ends, so then
+      input_fn must not return an infinite dataset (`repeat()` with no count):
+      the first evaluation raises a ValueError naming `steps`.
     name: evaluation name; events go to model_dir/eval_NAME.
     hooks: `SessionRunHook`s to run during evaluation.
     exporters: an exporter or iterable of them, with unique `name`s; each
