@@ -16,6 +16,14 @@ the chief exits, the workers and the evaluator get `--grace-secs` to finish
 (the evaluator its final evaluation), then the rest are stopped by PID; the
 launcher exits with the chief's status.
 
+So that every worker trains, however fast the model, the chief waits before
+its first step until each worker's training session is up (`--join-secs`,
+see _cluster/join_markers.py). Every `--status-secs` the launcher prints a
+table of the tasks (pid, state, global step, steps/s, latest evaluation, read
+from their INFO logs), and at the end a summary: exit codes, final step,
+where the model and the exports are. TensorFlow's C++ start-up and shutdown
+chatter is left out of the tasks' output (`--show-tf-logs` keeps it).
+
     python -m estimator_lite.launch --ps 1 --workers 2 --evaluator \\
         --print-tf-config host0 host1 host2:2222 host3
 
@@ -34,15 +42,23 @@ import argparse
 import ipaddress
 import json
 import os
+import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from types import FrameType
-from typing import Any, BinaryIO, Dict, Iterable, List, NoReturn, Optional, Sequence, TextIO, Tuple
+from typing import (Any, BinaryIO, Callable, Dict, Iterable, List, NoReturn, Optional, Sequence,
+                    TextIO, Tuple)
+
+from estimator_lite._cluster import join_markers
+from estimator_lite._cluster import task_status
+from estimator_lite._util import cpp_noise
 
 _DEFAULT_PORT = 2222
 _TERM_GRACE_SECS = 5
@@ -50,6 +66,10 @@ _POLL_SECS = 0.1
 # A namespace is made in milliseconds; the bound only keeps a broken system
 # from hanging the launcher.
 _NAMESPACE_TIMEOUT_SECS = 30
+_DEFAULT_STATUS_SECS = 5.0
+# The chief's longest wait for the workers to join: the last worker's
+# staggered start (5 s each, at most 60, as tf.estimator) plus its start-up.
+_DEFAULT_JOIN_SECS = 120.0
 
 
 class LaunchError(ValueError):
@@ -132,10 +152,15 @@ def print_tf_configs(num_ps: int, num_workers: int, evaluator: bool, hosts: Sequ
 
 
 class _Task:
-  """One child process and the thread that copies its output, prefixed."""
+  """One child process and the thread that copies its output, prefixed.
+
+  `on_line(task name, line)` sees every line first, under `lock`, and says
+  whether to print it.
+  """
 
   def __init__(self, job: str, index: int, command: Sequence[str], env: Dict[str, str],
-               out: BinaryIO, lock: threading.Lock) -> None:
+               out: BinaryIO, lock: threading.Lock,
+               on_line: Callable[[str, bytes], bool]) -> None:
     self.name = f"{job}:{index}"
     self.job = job
     self.returncode: Optional[int] = None
@@ -148,10 +173,11 @@ class _Task:
                                       start_new_session=True)
     except OSError as e:
       raise LaunchError(f"cannot start {command[0]!r} for {self.name}: {e}") from e
-    self._thread = threading.Thread(target=self._pump, args=(out, lock), daemon=True)
+    self._thread = threading.Thread(target=self._pump, args=(out, lock, on_line), daemon=True)
     self._thread.start()
 
-  def _pump(self, out: BinaryIO, lock: threading.Lock) -> None:
+  def _pump(self, out: BinaryIO, lock: threading.Lock,
+            on_line: Callable[[str, bytes], bool]) -> None:
     prefix = f"[{self.name}] ".encode()
     stdout = self.process.stdout
     assert stdout is not None  # Popen(stdout=PIPE)
@@ -159,8 +185,9 @@ class _Task:
       if not line.endswith(b"\n"):
         line += b"\n"
       with lock:
-        out.write(prefix + line)
-        out.flush()
+        if on_line(self.name, line):
+          out.write(prefix + line)
+          out.flush()
     stdout.close()
 
   def poll(self) -> Optional[int]:
@@ -180,30 +207,101 @@ class _Task:
 
 
 class _Cluster:
-  """The running tasks of a local cluster."""
+  """The running tasks of a local cluster, what they report, and what the launcher prints."""
 
-  def __init__(self, out: BinaryIO) -> None:
+  def __init__(self, out: BinaryIO, *, show_tf_logs: bool, status_secs: float,
+               heading: str) -> None:
     self._out = out
+    self._status_secs = status_secs
+    self._heading = heading
+    self._next_table = time.monotonic() + status_secs
     self._lock = threading.Lock()
     self.tasks: List[_Task] = []
+    self.status = task_status.ClusterStatus()
+    self._noise = None if show_tf_logs else cpp_noise.NoiseFilter(
+        cpu_only=not cpp_noise.machine_has_nvidia_devices())
+    self._lines_seen = 0
+    self._lines_at_last_table = -1
+    self._started = time.monotonic()
 
   def say(self, message: str) -> None:
     with self._lock:
-      self._out.write(f"[launch] {message}\n".encode())
-      self._out.flush()
+      self._say_locked(message)
+
+  def _say_locked(self, message: str) -> None:
+    for line in message.splitlines() or [""]:
+      self._out.write(f"[launch] {line}\n".encode())
+    self._out.flush()
+
+  def _on_line(self, name: str, line: bytes) -> bool:
+    self._lines_seen += 1
+    if self._noise is not None and self._noise.is_noise(line):
+      return False
+    self.status.observe(name, line.decode(errors="replace"), time.monotonic())
+    return True
 
   def start(self, job: str, index: int, command: Sequence[str], env: Dict[str, str]) -> _Task:
-    task = _Task(job, index, command, env, self._out, self._lock)
+    task = _Task(job, index, command, env, self._out, self._lock, self._on_line)
     self.tasks.append(task)
-    self.say(f"started {task.name} (pid {task.process.pid})")
+    with self._lock:
+      self.status.add(task.name, task.process.pid)
+      self._say_locked(f"started {task.name} (pid {task.process.pid})")
     return task
+
+  def elapsed(self) -> float:
+    return time.monotonic() - self._started
+
+  def _exit_states(self) -> Dict[str, str]:
+    states = {}
+    for task in self.tasks:
+      if task.poll() is not None:
+        states[task.name] = (f"stopped ({task.returncode})" if task.stopped
+                             else f"exited {task.returncode}")
+    return states
+
+  def print_table(self, heading: str) -> None:
+    """Prints the status table, unless no task has printed anything since the last one."""
+    with self._lock:
+      if self._lines_seen == self._lines_at_last_table:
+        return
+      self._lines_at_last_table = self._lines_seen
+      rows = self.status.table(self._exit_states())
+      self._say_locked("\n".join([heading] + ["  " + row for row in rows]))
+
+  def print_summary(self) -> None:
+    """The end: every task's last state, the final step, the model_dir and the exports."""
+    self._lines_at_last_table = -1
+    self.print_table(f"summary after {self.elapsed():.0f} s:")
+    model_dir = self.status.model_dir()
+    lines = []
+    if model_dir:
+      latest = _latest_checkpoint(model_dir)
+      lines.append(f"model_dir: {model_dir}" + (
+          f" (latest checkpoint: {latest}, step {_step_of(latest)})" if latest else
+          " (no checkpoint)"))
+    exports = self.status.exports()
+    lines.append("exports: " + (", ".join(exports) if exports else "none"))
+    last_eval = self.status.last_eval()
+    if last_eval:
+      lines.append(f"last evaluation: {last_eval}")
+    if self._noise is not None and self._noise.hidden:
+      lines.append(f"left out {self._noise.hidden} lines of TensorFlow's C++ start-up and "
+                   "shutdown logs (--show-tf-logs shows them)")
+    self.say("\n".join(lines))
 
   def of_job(self, *jobs: str) -> List[_Task]:
     return [t for t in self.tasks if t.job in jobs]
 
   def wait(self, tasks: Sequence[_Task], deadline: float) -> None:
     while any(t.poll() is None for t in tasks) and time.monotonic() < deadline:
+      self.tick()
       time.sleep(_POLL_SECS)
+
+  def tick(self) -> None:
+    """Prints the status table when it is due (every status_secs; never when 0)."""
+    if self._status_secs > 0 and time.monotonic() >= self._next_table:
+      self._next_table = time.monotonic() + self._status_secs
+      self.print_table(f"status at {self.elapsed():.0f} s ({self._heading}):")
 
   def stop(self, tasks: Sequence[_Task]) -> None:
     """SIGTERM, then SIGKILL after a few seconds, every task of `tasks` still running."""
@@ -226,6 +324,25 @@ class _Cluster:
         state = f"stopped ({state})"
       parts.append(f"{task.name} {state}")
     return "; ".join(parts)
+
+
+_CHECKPOINT_PATH_LINE = re.compile(r'^model_checkpoint_path: "(.*)"$', re.M)
+
+
+def _latest_checkpoint(model_dir: str) -> Optional[str]:
+  """The path in model_dir's `checkpoint` file (read as text: no TensorFlow here), or None."""
+  try:
+    with open(os.path.join(model_dir, "checkpoint"), encoding="utf-8") as f:
+      match = _CHECKPOINT_PATH_LINE.search(f.read())
+  except OSError:
+    return None
+  if not match:
+    return None
+  return os.path.join(model_dir, match.group(1))
+
+
+def _step_of(checkpoint_path: str) -> str:
+  return checkpoint_path.rsplit("-", 1)[-1]
 
 
 class _PrivateNetwork:
@@ -306,7 +423,9 @@ def _raise_interrupt(signum: int, frame: Optional[FrameType]) -> NoReturn:
 
 def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator: bool,
                 grace_secs: float = 60.0, host: str = "localhost",
-                out: Optional[BinaryIO] = None, *, expose_to_network: bool = False) -> int:
+                out: Optional[BinaryIO] = None, *, expose_to_network: bool = False,
+                join_secs: float = _DEFAULT_JOIN_SECS,
+                status_secs: float = _DEFAULT_STATUS_SECS, show_tf_logs: bool = False) -> int:
   """Runs `command` as every task of a local cluster; see the module docstring.
 
   Args:
@@ -319,6 +438,12 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
     out: a binary stream for the prefixed output (stdout by default).
     expose_to_network: run the tasks in this machine's network instead of a
       private network namespace (a warning lists the exposed ports).
+    join_secs: the longest the chief waits before its first step for every
+      worker's training session to be up (0: it does not wait).
+    status_secs: how often to print the status table (0: never; the summary
+      at the end is always printed).
+    show_tf_logs: keep TensorFlow's C++ start-up and shutdown lines in the
+      tasks' output.
 
   Returns:
     The chief's exit status (128 + N if it died of signal N); 130 if the
@@ -345,7 +470,10 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
   ports = free_ports(len(training), "localhost" if not expose_to_network else host)
   cluster = cluster_dict(tasks, [f"{host}:{port}" for port in ports])
   network = None if expose_to_network else _PrivateNetwork()
-  launched = _Cluster(out)
+  network_mode = ("this machine's network (--expose-to-network)" if network is None
+                  else f"private network, {network.mode} mode")
+  launched = _Cluster(out, show_tf_logs=show_tf_logs, status_secs=status_secs,
+                      heading=network_mode)
   launched.say(f"cluster {json.dumps(cluster)}; command {command}")
   if network is None:
     launched.say(_exposure_warning(cluster))
@@ -353,6 +481,12 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
     launched.say(f"network: private namespace ({network.mode} mode, held by pid {network.pid}); "
                  "the tasks reach each other on its loopback, nothing outside it can reach "
                  "their ports")
+  join_env: Dict[str, str] = {}
+  if join_secs > 0 and num_workers > 0:
+    join_env = {join_markers.DIR_ENV: tempfile.mkdtemp(prefix="estimator_lite_launch_"),
+                join_markers.WAIT_SECS_ENV: f"{join_secs:g}"}
+    launched.say(f"the chief starts training once all {num_workers} worker(s) have joined "
+                 f"(at most {join_secs:g} s; --join-secs)")
   in_main_thread = threading.current_thread() is threading.main_thread()
   if in_main_thread:  # signal handlers can only be set there
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -361,7 +495,8 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
   status: Any
   try:
     for job, index in tasks:
-      env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1")
+      env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1",
+                 **join_env)
       launched.start(job, index, command if network is None else network.wrap(command), env)
     chief = launched.of_job("chief")[0]
     ps = launched.of_job("ps")
@@ -372,6 +507,7 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
                      "chief was training; stopping the cluster.")
         launched.stop([chief])
         break
+      launched.tick()
       time.sleep(_POLL_SECS)
     status = chief.poll()
     followers = launched.of_job("worker", "evaluator")
@@ -391,6 +527,9 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
       task.join_output()
     if network is not None:
       network.close()
+    if join_env:
+      shutil.rmtree(join_env[join_markers.DIR_ENV], ignore_errors=True)
+  launched.print_summary()
   launched.say(launched.summary())
   return status if status >= 0 else 128 - status
 
@@ -412,7 +551,8 @@ def _parser() -> argparse.ArgumentParser:
       description="Run a training program as a local cluster (chief, workers, ps, "
       "evaluator), or print the TF_CONFIG of each machine of a real one.",
       usage="%(prog)s [--ps N] [--workers M] [--evaluator] [--grace-secs S] "
-      "[--expose-to-network] -- COMMAND ...\n"
+      "[--expose-to-network] [--join-secs S] [--status-secs S] [--show-tf-logs] "
+      "-- COMMAND ...\n"
       "       %(prog)s [--ps N] [--workers M] [--evaluator] --print-tf-config HOST[:PORT] ...\n"
       "       %(prog)s --print-firewall")
   parser.add_argument("--ps", type=int, default=1, help="parameter servers (default 1)")
@@ -429,6 +569,16 @@ def _parser() -> argparse.ArgumentParser:
                       help="run the tasks in this machine's network instead of a private "
                       "network namespace: their unauthenticated TensorFlow servers can then "
                       "be reached by anyone who can reach this machine")
+  parser.add_argument("--join-secs", type=float, default=_DEFAULT_JOIN_SECS,
+                      help="the chief waits before its first step until every worker's "
+                      "training session is up, at most this long (default "
+                      f"{_DEFAULT_JOIN_SECS:g}; 0: start at once, as tf.estimator did)")
+  parser.add_argument("--status-secs", type=float, default=_DEFAULT_STATUS_SECS,
+                      help="print a status table of the tasks this often (default "
+                      f"{_DEFAULT_STATUS_SECS:g}; 0: only the summary at the end)")
+  parser.add_argument("--show-tf-logs", action="store_true",
+                      help="keep TensorFlow's C++ start-up and shutdown lines (banners, "
+                      "cuInit on a machine without GPU, rendezvous aborts) in the output")
   parser.add_argument("--print-firewall", action="store_true",
                       help="print the iptables rules that let only the cluster's peers reach "
                       "this task's port, for the TF_CONFIG in the environment, and exit")
@@ -460,7 +610,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       return 0
     return run_cluster(command, args.ps, args.workers, args.evaluator,
                        grace_secs=args.grace_secs, host=args.host,
-                       expose_to_network=args.expose_to_network)
+                       expose_to_network=args.expose_to_network, join_secs=args.join_secs,
+                       status_secs=args.status_secs, show_tf_logs=args.show_tf_logs)
   except LaunchError as e:
     parser.error(str(e))
   return 2

@@ -13,6 +13,7 @@ from estimator_lite._cluster import evaluator as evaluator_lib
 from estimator_lite._cluster import server
 from estimator_lite._cluster import strategy_checks
 from estimator_lite._cluster import tf_config
+from estimator_lite._cluster import worker_join
 
 _logging = tf.compat.v1.logging
 
@@ -80,11 +81,13 @@ def _train_in_cluster(estimator: Any, train_spec: Any, saving_listeners: Optiona
     # All-reduce training: each task serves itself (the training session
     # starts its server) and all start together, with no stagger.
     task_server = None
+    hooks = list(train_spec.hooks)
   else:
     task_server = server.start_std_server(config)
     server.wait_before_training(config)
+    hooks = list(train_spec.hooks) + worker_join.launcher_hooks(config)
   estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
-                  hooks=list(train_spec.hooks), saving_listeners=saving_listeners)
+                  hooks=hooks, saving_listeners=saving_listeners)
   del task_server  # kept alive until training is done
 
 
