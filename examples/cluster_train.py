@@ -16,12 +16,14 @@ the training data: the input_fn takes `input_context` and calls
 
 Each training task logs where its variables live and, at the end, how many
 steps it ran itself against the final global step; the chief also runs a
-chief-only hook (EstimatorSpec's `training_chief_hooks`).
+chief-only hook (EstimatorSpec's `training_chief_hooks`). The final model is
+exported to `MODEL_DIR/export/linear/`.
 
-This model's steps take about a millisecond, so a short run can end before a
-late worker has made a step, or before the evaluator has started (it then
-evaluates only the final checkpoint). For a demo (or a test), `--hold_workers`
-makes the chief wait before its first step until a worker has made one, and
+This model's steps take about a millisecond. Under the launcher every worker
+still trains (the training tasks make their first steps together, once every
+worker has joined), but the evaluator may start late and evaluate only the
+final checkpoint. For a demo (or a test), `--hold_workers` makes the chief
+wait before its first step until a worker has made one, and
 `--hold_evaluator` makes every training task wait until the evaluator has
 evaluated once (_HoldHook); a real model's steps are slow enough without them:
 
@@ -213,8 +215,13 @@ def main(argv=None):
   train_spec = est.TrainSpec(
       lambda input_context: train_input_fn(input_context, args.num_rows, args.batch_size),
       max_steps=args.max_steps, hooks=hooks)
+  # The evaluator (or, alone, this process) exports the final model to
+  # model_dir/export/linear/<timestamp>, serving {"x": float32 [batch, 4]}.
+  serving_input_fn = est.export.build_raw_serving_input_receiver_fn(
+      {"x": tf.TensorSpec([None, NUM_FEATURES], tf.float32)})
   eval_spec = est.EvalSpec(
       lambda: eval_input_fn(args.num_rows, args.batch_size), steps=args.eval_steps,
+      exporters=est.FinalExporter("linear", serving_input_fn),
       start_delay_secs=args.start_delay_secs, throttle_secs=args.throttle_secs)
   result = est.train_and_evaluate(estimator, train_spec, eval_spec)
   if result is not None:

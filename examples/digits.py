@@ -1,12 +1,25 @@
-"""Train and evaluate a digit classifier with estimator_lite on scikit-learn's bundled digits.
+"""Train, evaluate, export and serve a digit classifier with estimator_lite.
 
 The data (1,797 8x8 images of handwritten digits) ships inside scikit-learn, so
 this runs offline. It is a plain tf.estimator program: only the import changed.
 
     python examples/digits.py [--model_dir DIR] [--max_steps N]
+
+It trains, evaluates, exports a SavedModel, reloads it with
+`tf.saved_model.load` and predicts from it, then prints the commands that show
+what it wrote: `tensorboard` for the training and evaluation curves, and
+`saved_model_cli` for the export. The export's two signatures take serialized
+tf.Example protos, as TensorFlow Serving's classify and predict APIs send
+them; the program also writes a request body for each (README, "Serve the
+export").
 """
 import argparse
+import base64
+import json
 import os
+import shlex
+import shutil
+import sys
 import tempfile
 
 import numpy as np
@@ -16,7 +29,12 @@ from sklearn import datasets
 import estimator_lite as est  # was: tf.estimator
 
 NUM_CLASSES = 10
+CLASS_NAMES = [str(digit) for digit in range(NUM_CLASSES)]
+NUM_PIXELS = 64
 _EVAL_FRACTION = 0.2
+# What a served request carries: one tf.Example per image, its 64 pixels as
+# floats under "pixels".
+FEATURE_SPEC = {"pixels": tf.io.FixedLenFeature([NUM_PIXELS], tf.float32)}
 
 
 def load_digits(seed=0):
@@ -52,7 +70,16 @@ def model_fn(features, labels, mode, params):
   classes = tf.argmax(logits, axis=1, output_type=tf.int32)
   predictions = {"class_ids": classes, "probabilities": tf.nn.softmax(logits)}
   if mode == est.ModeKeys.PREDICT:
-    return est.EstimatorSpec(mode, predictions=predictions)
+    # The export's signatures: "serving_default" classifies (class names and
+    # their scores, TensorFlow Serving's classify API), "predict" returns
+    # every prediction.
+    class_names = tf.tile(tf.constant([CLASS_NAMES]), [tf.shape(logits)[0], 1])
+    export_outputs = {
+        "serving_default": est.export.ClassificationOutput(
+            scores=predictions["probabilities"], classes=class_names),
+        "predict": est.export.PredictOutput(predictions),
+    }
+    return est.EstimatorSpec(mode, predictions=predictions, export_outputs=export_outputs)
   loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
   if mode == est.ModeKeys.EVAL:
     metrics = {"accuracy": tf.compat.v1.metrics.accuracy(labels, classes)}
@@ -62,6 +89,45 @@ def model_fn(features, labels, mode, params):
   return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
+def to_example(pixels):
+  """One image as the tf.Example a client sends."""
+  return tf.train.Example(features=tf.train.Features(feature={
+      "pixels": tf.train.Feature(float_list=tf.train.FloatList(value=pixels))}))
+
+
+def write_requests(directory, images):
+  """Writes request bodies for `images`; returns their paths by name.
+
+  classify.json and predict.json are the JSON bodies TensorFlow Serving's
+  REST API takes for the two signatures; examples.txt is the same examples as
+  `saved_model_cli run --input_examples` reads them.
+  """
+  os.makedirs(directory, exist_ok=True)
+  examples = [{"pixels": [float(p) for p in image]} for image in images]
+  serialized = [to_example(image).SerializeToString() for image in images]
+  bodies = {
+      "classify.json": {"signature_name": "serving_default", "examples": examples},
+      "predict.json": {"signature_name": "predict",
+                       "instances": [{"b64": base64.b64encode(s).decode()}
+                                     for s in serialized]},
+  }
+  paths = {}
+  for name, body in bodies.items():
+    paths[name] = os.path.join(directory, name)
+    with open(paths[name], "w") as f:
+      json.dump(body, f)
+  paths["examples.txt"] = os.path.join(directory, "examples.txt")
+  with open(paths["examples.txt"], "w") as f:
+    f.write(json.dumps(examples))
+  return paths
+
+
+def tool(name):
+  """The command for a tool installed beside this Python (the venv's), else its bare name."""
+  path = shutil.which(name, path=os.path.dirname(sys.executable))
+  return shlex.quote(path) if path else name
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--model_dir", default=None,
@@ -69,7 +135,7 @@ def main():
   parser.add_argument("--max_steps", type=int, default=1000)
   args = parser.parse_args()
   tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
-  model_dir = args.model_dir or tempfile.mkdtemp(prefix="digits_")
+  model_dir = os.path.abspath(args.model_dir or tempfile.mkdtemp(prefix="digits_"))
 
   (train_x, train_y), (eval_x, eval_y) = load_digits()
   estimator = est.Estimator(
@@ -81,12 +147,32 @@ def main():
   metrics = estimator.evaluate(make_input_fn(eval_x, eval_y, 128, shuffle=False, repeat=False))
   first = next(estimator.predict(make_input_fn(eval_x[:1], None, 1, shuffle=False, repeat=False)))
 
+  # Export, reload the SavedModel as a server would, and predict from it.
+  export_dir = estimator.export_saved_model(
+      os.path.join(model_dir, "export"),
+      est.export.build_parsing_serving_input_receiver_fn(FEATURE_SPEC)).decode()
+  served = tf.saved_model.load(export_dir).signatures["predict"](
+      examples=tf.constant([to_example(x).SerializeToString() for x in eval_x[:5]]))
+  requests = write_requests(os.path.join(model_dir, "requests"), eval_x[:1])
+
   print(f"\nEvaluation on {len(eval_x)} held-out digits:")
   for key in sorted(metrics):
     print(f"  {key}: {metrics[key]}")
   print(f"First held-out digit: true {eval_y[0]}, predicted {first['class_ids']}")
-  print(f"Checkpoints are in {os.path.abspath(model_dir)} "
-        f"(latest: {estimator.latest_checkpoint()})")
+  print(f"Checkpoints are in {model_dir} (latest: {estimator.latest_checkpoint()})")
+  print(f"Exported SavedModel: {export_dir}")
+  print(f"Reloaded it and predicted the first 5 held-out digits: "
+        f"{served['class_ids'].numpy().tolist()} (true {eval_y[:5].tolist()})")
+  print("\nSee the training and evaluation curves (then open http://localhost:6006):")
+  print(f"  {tool('tensorboard')} --logdir {shlex.quote(model_dir)}")
+  print("See the export's signatures, and run one on the first held-out digit:")
+  print(f"  {tool('saved_model_cli')} show --dir {shlex.quote(export_dir)} --all")
+  print(f"  {tool('saved_model_cli')} run --dir {shlex.quote(export_dir)} --tag_set serve "
+        f"--signature_def predict --input_examples "
+        f"\"examples=$(cat {shlex.quote(requests['examples.txt'])})\"")
+  print(f"Request bodies for TensorFlow Serving's REST API: {requests['classify.json']} "
+        f"(POST to /v1/models/digits:classify), {requests['predict.json']} "
+        f"(POST to /v1/models/digits:predict)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """The README's main example, run as a user runs it: its own process, real data, real files.
 
-examples/digits.py trains on scikit-learn's bundled digits (offline), then
-prints the eval metrics and where the checkpoints are.
+examples/digits.py trains on scikit-learn's bundled digits (offline),
+evaluates, exports and reloads a SavedModel, then prints the eval metrics,
+where the checkpoints and the export are, and the tensorboard and
+saved_model_cli commands for them.
 """
 import os
 import re
+import sys
 import textwrap
 
 import tensorflow as tf
@@ -13,7 +16,7 @@ DIGITS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
                       "examples", "digits.py")
 
 
-def test_digits_example_trains_evaluates_and_says_where_the_checkpoints_are(
+def test_digits_example_trains_evaluates_exports_and_prints_the_commands_for_what_it_wrote(
     tmp_path, run_python):
   model_dir = str(tmp_path / "digits_model")
   # Runs the file itself as __main__ (argv[0] included, as `python
@@ -44,6 +47,34 @@ def test_digits_example_trains_evaluates_and_says_where_the_checkpoints_are(
   assert latest == os.path.join(model_dir, "model.ckpt-100")
   assert tf.train.latest_checkpoint(model_dir) == latest
   assert int(tf.train.load_variable(latest, "global_step")) == 100
+  # The export: a SavedModel, reloaded in the same run, predicting the first
+  # held-out digits as the estimator does.
+  exported = re.search(r"^Exported SavedModel: (.+)$", out, re.M)
+  assert exported, out
+  export_dir = exported.group(1)
+  assert os.path.dirname(export_dir) == os.path.join(model_dir, "export")
+  assert tf.saved_model.contains_saved_model(export_dir)
+  reloaded = re.search(r"^Reloaded it and predicted the first 5 held-out digits: \[(.*)\] "
+                       r"\(true \[(.*)\]\)$", out, re.M)
+  assert reloaded, out
+  predicted, true = ([int(d) for d in g.split(", ")] for g in reloaded.groups())
+  assert predicted[0] == int(re.search(r"predicted (\d)$", out, re.M).group(1))
+  assert sum(p == t for p, t in zip(predicted, true)) >= 4, out
+
+  # It ends with the exact commands: TensorBoard on model_dir (whose events
+  # have the loss curve), saved_model_cli on the export; both tools exist.
+  venv_bin = os.path.dirname(sys.executable)
+  assert f"  {venv_bin}/tensorboard --logdir {model_dir}\n" in out, out
+  assert os.access(os.path.join(venv_bin, "tensorboard"), os.X_OK)
+  assert any(v.tag == "loss" for path in tf.io.gfile.glob(f"{model_dir}/events.out.tfevents.*")
+             for event in tf.compat.v1.train.summary_iterator(path) for v in event.summary.value)
+  assert f"  {venv_bin}/saved_model_cli show --dir {export_dir} --all\n" in out, out
+  assert (f"  {venv_bin}/saved_model_cli run --dir {export_dir} --tag_set serve "
+          f"--signature_def predict --input_examples \"examples=$(cat "
+          f"{model_dir}/requests/examples.txt)\"\n") in out, out
+  for body in ("classify.json", "predict.json", "examples.txt"):
+    assert os.path.isfile(os.path.join(model_dir, "requests", body))
+
   # The training log went to stderr, as tf.estimator's did.
   assert "Saving checkpoints for 100 into " + os.path.join(model_dir, "model.ckpt") in (
       completed.stderr), completed.stderr[-6000:]
