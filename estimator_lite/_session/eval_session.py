@@ -21,6 +21,7 @@ import tensorflow as tf
 from estimator_lite._graph import eval_graph
 from estimator_lite._graph import strategy as strategy_lib
 from estimator_lite._session import checkpoints
+from estimator_lite._session import input_size
 from estimator_lite._session import targets
 from estimator_lite._util import cadence as cadence_lib
 from estimator_lite._util import events
@@ -106,42 +107,10 @@ class _Progress:
       if self._cardinality is not None:
         # The raw session: a hook must not count this run as a batch.
         cardinality = self._cardinality
-        size = _size_or_none(lambda: session.run_step_fn(
+        size = input_size.size_or_none(lambda: session.run_step_fn(
             lambda step_context: step_context.session.run(cardinality)))
       self._total = str(size) if size is not None else "unknown"
     return self._total
-
-
-def _size_or_none(read: Callable[[], Any]) -> Optional[int]:
-  """A cardinality `read()` returns, as a count; INFINITE stays; None when unknown or unreadable."""
-  try:
-    value = int(read())
-  except tf.errors.OpError:
-    # A pipeline that needs a feed or an initialised variable to be built.
-    return None
-  return None if value == tf.data.UNKNOWN_CARDINALITY else value
-
-
-def input_size(graph: eval_graph.EvalGraph, config: Any) -> Optional[int]:
-  """The number of batches the graph's input holds, as tf.data tells without reading it.
-
-  Evaluates the input's cardinality in a short-lived local session (before
-  any checkpoint is restored).
-
-  Returns:
-    The count, tf.data.INFINITE_CARDINALITY, or None: unknown (not a
-    Dataset, a count tf.data cannot tell, or a pipeline that needs a feed).
-  """
-  cardinality = graph.input_cardinality
-  if cardinality is None:
-    return None
-
-  def read() -> Any:
-    with tf.compat.v1.Session(graph=cardinality.graph,
-                              config=targets.in_process_session_config(config)) as session:
-      return session.run(cardinality)
-
-  return _size_or_none(read)
 
 
 def check_input_ends(graph: eval_graph.EvalGraph, config: Any) -> None:
@@ -150,7 +119,7 @@ def check_input_ends(graph: eval_graph.EvalGraph, config: Any) -> None:
   Raises:
     ValueError: input_fn returned a Dataset of INFINITE cardinality.
   """
-  if input_size(graph, config) == tf.data.INFINITE_CARDINALITY:
+  if input_size.is_infinite(graph.input_cardinality, config):
     raise ValueError(
         "Evaluation with steps=None runs until the input ends, but input_fn returned "
         "an infinite tf.data.Dataset (its cardinality is INFINITE, e.g. after "

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from estimator_lite._graph import input_fn as input_fn_lib
 from estimator_lite._session import checkpoints
+from estimator_lite._session import input_size
 from estimator_lite._session import targets
 from estimator_lite._util import quiet
 from estimator_lite.mode_keys import ModeKeys
@@ -41,13 +42,20 @@ def predict(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config: 
   with quiet.quiet_deprecations(), tf.Graph().as_default() as graph:
     tf.compat.v1.set_random_seed(config.tf_random_seed)
     tf.compat.v1.train.get_or_create_global_step(graph)
-    features, _, input_hooks = input_fn_lib.features_and_labels(
-        input_fn, ModeKeys.PREDICT, params, config)
+    result = input_fn_lib.call_input_fn(input_fn, ModeKeys.PREDICT, params, config)
+    features, _, input_hooks = input_fn_lib.parse_input_fn_result(result)
     if not input_fn_lib.has_end_of_input(features):
       _logging.warning(
           "Input graph does not use tf.data.Dataset or contain a QueueRunner. That "
           "means predict yields forever. This is probably a mistake. Return a finite "
           "tf.data.Dataset from input_fn, or stop iterating the predictions yourself.")
+    elif input_size.is_infinite(input_fn_lib.cardinality(result), config):
+      # Not an error, unlike evaluate(steps=None): a caller may take what it
+      # needs from the generator (itertools.islice) and stop, as tf.estimator's could.
+      _logging.warning(
+          "input_fn returned an infinite tf.data.Dataset (e.g. .repeat() with no count), "
+          "so predict yields forever: stop iterating when you have enough (e.g. "
+          "itertools.islice), or make the dataset finite (drop .repeat(), or .take(N)).")
     spec = model_fn(features, None, ModeKeys.PREDICT, config)
     if warm_start is not None and not checkpoint_path:
       warm_start()

@@ -197,7 +197,8 @@ def test_short_evaluation_logs_no_progress(trained, linear_data, tf_logs):
 
 
 # -- predict: no steps, the caller stops ----------------------------------------------
-def test_predict_over_repeated_dataset_stops_when_the_caller_does(trained, linear_data):
+def test_predict_over_repeated_dataset_warns_and_stops_when_the_caller_does(
+    trained, linear_data, tf_logs):
   x, _ = linear_data
 
   def input_fn():
@@ -205,6 +206,12 @@ def test_predict_over_repeated_dataset_stops_when_the_caller_does(trained, linea
 
   predictions = list(itertools.islice(trained.predict(input_fn), 100))
   assert len(predictions) == 100
+  assert "input_fn returned an infinite tf.data.Dataset" in tf_logs.text
+  assert "so predict yields forever: stop iterating when you have enough" in tf_logs.text
+  # A finite dataset draws no such warning.
+  finite = list(trained.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": x}).batch(16)))
+  assert len(finite) == len(x)
+  assert tf_logs.text.count("so predict yields forever") == 1
   expected = x @ trained.get_variable_value("w") + trained.get_variable_value("b")
   np.testing.assert_allclose([p["y"] for p in predictions],
                              np.concatenate([expected, expected])[:100], rtol=1e-5, atol=1e-6)
