@@ -103,7 +103,8 @@ _PROGRAM = textwrap.dedent('''
         # save is in flight once this task's ".held" file exists.
         held = os.path.join(control_dir, name + ".held")
         held_since = None
-        while gate() is not None and step >= gate():
+        # One read per check: the test may release the gate between two.
+        while (limit := gate()) is not None and step >= limit:
           if held_since is None:
             held_since = time.monotonic()
             open(held, "w").close()
