@@ -16,9 +16,9 @@ the chief exits, the workers and the evaluator get `--grace-secs` to finish
 (the evaluator its final evaluation), then the rest are stopped by PID; the
 launcher exits with the chief's status.
 
-So that every worker trains, however fast the model, the chief waits before
-its first step until each worker's training session is up (`--join-secs`,
-see _cluster/join_markers.py). Every `--status-secs` the launcher prints a
+So that every worker trains, however fast the model, the chief and the
+workers hold their first step until every worker's training session is up
+(`--join-secs`, see _cluster/join_markers.py). Every `--status-secs` the launcher prints a
 table of the tasks (pid, state, global step, steps/s, latest evaluation, read
 from their INFO logs), and at the end a summary: exit codes, final step,
 where the model and the exports are. TensorFlow's C++ start-up and shutdown
@@ -67,8 +67,9 @@ _POLL_SECS = 0.1
 # from hanging the launcher.
 _NAMESPACE_TIMEOUT_SECS = 30
 _DEFAULT_STATUS_SECS = 5.0
-# The chief's longest wait for the workers to join: the last worker's
-# staggered start (5 s each, at most 60, as tf.estimator) plus its start-up.
+# The longest the training tasks wait for the workers to join: the last
+# worker's staggered start (5 s each, at most 60, as tf.estimator) plus its
+# start-up.
 _DEFAULT_JOIN_SECS = 120.0
 
 
