@@ -35,6 +35,9 @@ class EvalGraph:
       int64 tensor of its number of batches (`input_fn.cardinality`: a count,
       tf.data.INFINITE_CARDINALITY or UNKNOWN_CARDINALITY); None otherwise
       (and under a strategy, which reads the dataset through its own iterator).
+    input_batches: the number of batches that cardinality stands for, when
+      an evaluation without steps has read it (eval_session.build_graph);
+      None when not read or not known.
   """
 
   scaffold: tf.compat.v1.train.Scaffold
@@ -42,6 +45,7 @@ class EvalGraph:
   values: Dict[str, Any]
   hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...]
   input_cardinality: Optional[tf.Tensor] = None
+  input_batches: Optional[int] = None
 
 
 def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], config: Any,

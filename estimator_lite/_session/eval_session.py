@@ -16,6 +16,7 @@ import contextlib
 import time
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
+import attrs
 import tensorflow as tf
 
 from estimator_lite._graph import eval_graph
@@ -77,13 +78,13 @@ def _steps_of(hooks: Sequence[tf.compat.v1.train.SessionRunHook]) -> Optional[in
 class _Progress:
   """Counts an evaluation's batches and logs them every PROGRESS_LOG_SECS.
 
-  The total is `steps` when given, else the number of batches of the input
-  when tf.data knows it (read once, at the first line), else "unknown".
+  Args:
+    total: the batches the evaluation will run, when known (steps, or the
+      size of an input tf.data can tell); None: "unknown".
   """
 
-  def __init__(self, steps: Optional[int], input_cardinality: Optional[tf.Tensor]):
-    self._total: Optional[str] = None if steps is None else str(steps)
-    self._cardinality = input_cardinality
+  def __init__(self, total: Optional[int]):
+    self._total = "unknown" if total is None else str(total)
     self._cadence = cadence_lib.Cadence(every_secs=PROGRESS_LOG_SECS)
     self._start = 0.0
     self.batches = 0
@@ -93,39 +94,30 @@ class _Progress:
     self._start = self._cadence.now()
     self._cadence.fire(at=self._start)
 
-  def after_batch(self, session: tf.compat.v1.train.MonitoredSession) -> None:
+  def after_batch(self) -> None:
     """Counts one batch; logs when due (one clock read and comparison otherwise)."""
     self.batches += 1
     if self._cadence.is_due():
       self._cadence.fire()
       _logging.info("Evaluation: %d batches so far of %s (%.0f secs).", self.batches,
-                    self._total_text(session), self._cadence.now() - self._start)
-
-  def _total_text(self, session: tf.compat.v1.train.MonitoredSession) -> str:
-    if self._total is None:
-      size = None
-      if self._cardinality is not None:
-        # The raw session: a hook must not count this run as a batch.
-        cardinality = self._cardinality
-        size = input_size.size_or_none(lambda: session.run_step_fn(
-            lambda step_context: step_context.session.run(cardinality)))
-      self._total = str(size) if size is not None else "unknown"
-    return self._total
+                    self._total, self._cadence.now() - self._start)
 
 
-def check_input_ends(graph: eval_graph.EvalGraph, config: Any) -> None:
-  """Refuses an evaluation without steps over an input tf.data knows to be infinite.
+def _with_input_size(graph: eval_graph.EvalGraph, config: Any) -> eval_graph.EvalGraph:
+  """`graph` with the input's size, for an evaluation that runs until the input ends.
 
   Raises:
     ValueError: input_fn returned a Dataset of INFINITE cardinality.
   """
-  if input_size.is_infinite(graph.input_cardinality, config):
+  batches = input_size.input_size(graph.input_cardinality, config)
+  if batches == tf.data.INFINITE_CARDINALITY:
     raise ValueError(
         "Evaluation with steps=None runs until the input ends, but input_fn returned "
         "an infinite tf.data.Dataset (its cardinality is INFINITE, e.g. after "
         ".repeat() with no count): it would never finish. Pass steps=N to evaluate N "
         "batches (EvalSpec(steps=N) in train_and_evaluate), or make the evaluation "
         "dataset finite: drop the .repeat(), or end it with .take(N).")
+  return attrs.evolve(graph, input_batches=batches)
 
 
 @contextlib.contextmanager
@@ -154,7 +146,7 @@ def build_graph(model_fn: Callable[..., Any], input_fn: Callable[..., Any], conf
   else:
     graph = eval_graph.build(model_fn, input_fn, config, params, hooks)
   if _steps_of(hooks) is None:
-    check_input_ends(graph, config)
+    graph = _with_input_size(graph, config)
   return graph
 
 
@@ -174,7 +166,8 @@ def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str]
   Raises:
     ValueError: the default Saver is in use and the checkpoint does not fit.
   """
-  progress = _Progress(_steps_of(graph.hooks), graph.input_cardinality)
+  steps = _steps_of(graph.hooks)
+  progress = _Progress(graph.input_batches if steps is None else steps)
   scaffold = scaffold or graph.scaffold
   checkpoints.check_restorable(scaffold, checkpoint_path, tf.compat.v1.get_default_graph())
   final_ops_hook = tf.compat.v1.train.FinalOpsHook(graph.values)
@@ -190,7 +183,7 @@ def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str]
     progress.start()
     while not session.should_stop():
       session.run(graph.update_op)
-      progress.after_batch(session)
+      progress.after_batch()
   _logging.info("Inference Time : %.5fs", time.time() - start)
   _logging.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
   return final_ops_hook.final_ops_values

@@ -4,7 +4,7 @@ Evaluation without `steps` and predict both run until the input ends; an
 input tf.data knows to be infinite (`repeat()` with no count) never does.
 Evaluation refuses it, predict warns (its caller may stop iterating on
 purpose), and evaluation's progress lines say "N batches so far of M" from
-the same count.
+the same count, read once.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import tensorflow as tf
 from estimator_lite._session import targets
 
 
-def size_or_none(read: Callable[[], Any]) -> Optional[int]:
+def _size_or_none(read: Callable[[], Any]) -> Optional[int]:
   """The cardinality `read()` returns, as a count; INFINITE stays; None when unknown or unreadable."""
   try:
     value = int(read())
@@ -43,7 +43,7 @@ def input_size(cardinality: Optional[tf.Tensor], config: Any) -> Optional[int]:
                               config=targets.in_process_session_config(config)) as session:
       return session.run(cardinality)
 
-  return size_or_none(read)
+  return _size_or_none(read)
 
 
 def is_infinite(cardinality: Optional[tf.Tensor], config: Any) -> bool:
