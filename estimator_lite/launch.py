@@ -222,7 +222,7 @@ class _Cluster:
     self._noise = None if show_tf_logs else cpp_noise.NoiseFilter(
         cpu_only=not cpp_noise.machine_has_nvidia_devices())
     self._lines_seen = 0
-    self._lines_at_last_table = -1
+    self._lines_at_last_table = 0
     self._started = time.monotonic()
 
   def say(self, message: str) -> None:
@@ -260,10 +260,10 @@ class _Cluster:
                              else f"exited {task.returncode}")
     return states
 
-  def print_table(self, heading: str) -> None:
-    """Prints the status table, unless no task has printed anything since the last one."""
+  def print_table(self, heading: str, *, only_if_changed: bool = True) -> None:
+    """Prints the status table (by default only if a task printed something since the last)."""
     with self._lock:
-      if self._lines_seen == self._lines_at_last_table:
+      if only_if_changed and self._lines_seen == self._lines_at_last_table:
         return
       self._lines_at_last_table = self._lines_seen
       rows = self.status.table(self._exit_states())
@@ -271,8 +271,7 @@ class _Cluster:
 
   def print_summary(self) -> None:
     """The end: every task's last state, the final step, the model_dir and the exports."""
-    self._lines_at_last_table = -1
-    self.print_table(f"summary after {self.elapsed():.0f} s:")
+    self.print_table(f"summary after {self.elapsed():.0f} s:", only_if_changed=False)
     model_dir = self.status.model_dir()
     lines = []
     if model_dir:
@@ -439,8 +438,8 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
     out: a binary stream for the prefixed output (stdout by default).
     expose_to_network: run the tasks in this machine's network instead of a
       private network namespace (a warning lists the exposed ports).
-    join_secs: the longest the chief waits before its first step for every
-      worker's training session to be up (0: it does not wait).
+    join_secs: the longest the chief and the workers hold their first step
+      for every worker's training session to be up (0: they do not wait).
     status_secs: how often to print the status table (0: never; the summary
       at the end is always printed).
     show_tf_logs: keep TensorFlow's C++ start-up and shutdown lines in the
@@ -486,7 +485,7 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
   if join_secs > 0 and num_workers > 0:
     join_env = {join_markers.DIR_ENV: tempfile.mkdtemp(prefix="estimator_lite_launch_"),
                 join_markers.WAIT_SECS_ENV: f"{join_secs:g}"}
-    launched.say(f"the chief starts training once all {num_workers} worker(s) have joined "
+    launched.say(f"training starts once all {num_workers} worker(s) have joined "
                  f"(at most {join_secs:g} s; --join-secs)")
   in_main_thread = threading.current_thread() is threading.main_thread()
   if in_main_thread:  # signal handlers can only be set there
@@ -571,8 +570,8 @@ def _parser() -> argparse.ArgumentParser:
                       "network namespace: their unauthenticated TensorFlow servers can then "
                       "be reached by anyone who can reach this machine")
   parser.add_argument("--join-secs", type=float, default=_DEFAULT_JOIN_SECS,
-                      help="the chief waits before its first step until every worker's "
-                      "training session is up, at most this long (default "
+                      help="the chief and the workers hold their first step until every "
+                      "worker's training session is up, at most this long (default "
                       f"{_DEFAULT_JOIN_SECS:g}; 0: start at once, as tf.estimator did)")
   parser.add_argument("--status-secs", type=float, default=_DEFAULT_STATUS_SECS,
                       help="print a status table of the tasks this often (default "

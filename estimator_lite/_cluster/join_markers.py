@@ -12,7 +12,7 @@ without TensorFlow.
 from __future__ import annotations
 
 import os
-from typing import List, Mapping, NamedTuple, Optional, Sequence
+from typing import List, Mapping, NamedTuple, Optional
 
 # Set by the launcher in every task's environment; a program started any
 # other way has neither, and its chief does not wait.
@@ -56,7 +56,3 @@ def missing_workers(directory: str, num_workers: int) -> List[int]:
   """The indices of the workers (of `num_workers`) that have not joined yet."""
   return [i for i in range(num_workers) if not os.path.exists(marker_path(directory, i))]
 
-
-def joined_workers(directory: str, indices: Sequence[int]) -> List[int]:
-  """Those of `indices` whose worker has joined."""
-  return [i for i in indices if os.path.exists(marker_path(directory, i))]
