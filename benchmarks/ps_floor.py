@@ -330,34 +330,43 @@ def _log(msg: str) -> None:
   print(msg, file=sys.stderr, flush=True)
 
 
+def _in_turns(pys: dict[str, str], rnd: int) -> list[str]:
+  """The versions in the order round `rnd` runs them: alternating, so neither always goes first."""
+  return list(pys) if rnd % 2 == 0 else list(pys)[::-1]
+
+
+def _measure(runs: list[dict[str, Any]], py: str, layout: str, setting: str | None,
+             args: argparse.Namespace, steps: int, traced: int, **tags: Any) -> dict[str, Any]:
+  """One fresh run, tagged (version, round, ...) and appended to `runs`; returns it."""
+  r = run_once(py, layout, setting, args.warmup, steps, traced, args.timeout)
+  r.update(tags)
+  runs.append(r)
+  return r
+
+
 def part_steps(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
-  runs = []
+  runs: list[dict[str, Any]] = []
   for rnd in range(args.rounds):
-    order = list(pys) if rnd % 2 == 0 else list(pys)[::-1]
     for layout in ("ps_separate", "one_process", "local"):
       steps = args.steps * (4 if layout == "local" else 1)
-      for ver in order:
-        r = run_once(pys[ver], layout, None, args.warmup, steps, 0, args.timeout)
-        r.update(version=ver, round=rnd)
-        runs.append(r)
+      for ver in _in_turns(pys, rnd):
+        r = _measure(runs, pys[ver], layout, None, args, steps, 0, version=ver, round=rnd)
         _log(f"steps r{rnd} {ver} {layout}: {r.get('steps_per_s', r.get('error'))}")
   return {"runs": runs}
 
 
 def part_trace(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
-  runs = []
+  runs: list[dict[str, Any]] = []
   for rnd in range(args.trace_rounds):
-    order = list(pys) if rnd % 2 == 0 else list(pys)[::-1]
-    for ver in order:
-      r = run_once(pys[ver], "ps_separate", None, args.warmup, args.steps // 2, args.traced, args.timeout)
-      r.update(version=ver, round=rnd)
-      runs.append(r)
+    for ver in _in_turns(pys, rnd):
+      r = _measure(runs, pys[ver], "ps_separate", None, args, args.steps // 2, args.traced,
+                   version=ver, round=rnd)
       _log(f"trace r{rnd} {ver}: wall {r.get('trace', {}).get('wall', r.get('error'))}")
   return {"runs": runs}
 
 
 def part_sweep(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
-  runs = []
+  runs: list[dict[str, Any]] = []
   rng = random.Random(1)
   for ver, rounds in (("new", args.sweep_rounds), ("ref", args.sweep_rounds_ref)):
     if ver not in pys:
@@ -367,10 +376,9 @@ def part_sweep(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
       order = names[:]
       rng.shuffle(order)
       for slot, name in enumerate([None] + order + [None]):
-        r = run_once(pys[ver], "ps_separate", name, args.warmup, args.steps, 0, args.timeout)
-        r.update(version=ver, round=rnd, slot="default_first" if slot == 0 else
-                 "default_last" if name is None else "setting")
-        runs.append(r)
+        r = _measure(runs, pys[ver], "ps_separate", name, args, args.steps, 0,
+                     version=ver, round=rnd, slot="default_first" if slot == 0 else
+                     "default_last" if name is None else "setting")
         _log(f"sweep {ver} r{rnd} {name or 'default'}: "
              f"{r.get('steps_per_s', r.get('unsupported') or r.get('error'))}")
   return {"runs": runs}
