@@ -79,10 +79,10 @@ _DISK_FULL_PROGRAM = textwrap.dedent('''
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # writes past the limit fail with EFBIG
 
     class FillDiskAfter(est.CheckpointSaverListener):
-        """After the save at fail_after_step, no file may grow past 64 KB: the next save fails."""
+        """After the save at fail_after_step, no file may grow past 256 KB: the next save fails."""
         def after_save(self, session, global_step_value):
             if global_step_value >= fail_after_step:
-                resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
+                resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, resource.RLIM_INFINITY))
 
     def input_fn():
         x = np.ones((8, 3), np.float32)
@@ -99,7 +99,7 @@ _DISK_FULL_PROGRAM = textwrap.dedent('''
     estimator = est.Estimator(model_fn, model_dir=model_dir,
                               config=est.RunConfig(save_checkpoints_steps=10))
     try:
-        estimator.train(input_fn, max_steps=100, saving_listeners=[FillDiskAfter()])
+        estimator.train(input_fn, max_steps=45, saving_listeners=[FillDiskAfter()])
     except OSError as e:
         print("ERROR_TYPE", type(e).__name__)
         print("ERROR", e)
@@ -116,9 +116,18 @@ def test_disk_full_during_save_keeps_the_previous_checkpoint(tmp_path):
                         capture_output=True, text=True, timeout=180)
   output = proc.stdout + proc.stderr
   assert proc.returncode == 3, output[-3000:]
+  # The save at 30 fails and training goes on; so do the later ones, and the
+  # failure of the save at the end (step 45) stops with CheckpointSaveError.
   assert "ERROR_TYPE CheckpointSaveError" in output
-  assert "Could not save the checkpoint for global step 30" in output
-  assert "model.ckpt-20) is intact" in output
+  for step, failures in ((30, 1), (40, 2)):
+    assert (f"Could not save the checkpoint for global step {step} into {model_dir}: "
+            in output), output[-3000:]
+    assert (f"Training goes on and the next save tries again (saves have failed "
+            f"{failures} times in a row" in output)
+  raised = output.split("ERROR_TYPE CheckpointSaveError", 1)[1]
+  assert f"Could not save the checkpoint for global step 45 into {model_dir}: " in raised
+  assert "model.ckpt-20) is intact: free space" in raised
+  assert "(3 saves in a row failed, over " in raised
   # The index still names step 20, complete, and a new run resumes from it.
   assert tf.train.latest_checkpoint(str(model_dir)).endswith("model.ckpt-20")
   assert tf.train.load_variable(str(model_dir), "global_step") == 20

@@ -1,9 +1,13 @@
 """Checkpoint saving and restoring that fail with errors a user can act on.
 
-* A save that fails (disk full, file too large, permissions) names the step,
-  the cause and the previous checkpoint, which stays intact: the Saver writes
-  to temporary files and updates the `checkpoint` index only after a save
-  completed.
+* A save that fails (disk full, file too large, permissions, a read-only
+  model_dir) names the step, the directory, the cause and the previous
+  checkpoint, which stays intact: the Saver writes to temporary files and
+  updates the `checkpoint` index only after a save completed. Training goes
+  on and the next save tries again (storage that fails for a while, such as
+  a network file system, need not end a long training); once saves have
+  failed for MAX_FAILING_SAVES_SECS in a row, or when the save at the end of
+  training fails, it raises CheckpointSaveError.
 * A checkpoint from a different model (a variable missing, or of another
   shape) is reported before the session tries to restore it, naming every
   mismatched variable, instead of TensorFlow's restore error.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures
 import errno
 import os
+import time
 from typing import Any, Optional, Union
 
 import tensorflow as tf
@@ -29,8 +34,24 @@ class CheckpointSaveError(OSError):
   """A checkpoint could not be written; the previous one is intact."""
 
 
+# How long saves may go on failing, from the first failure of a row, before
+# training stops with CheckpointSaveError: a storage outage of minutes is
+# ridden out, a full disk stops training with at most this much unsaved work
+# (plus the save interval).
+MAX_FAILING_SAVES_SECS = 600
+# Failures of the session rather than of the storage: MonitoredSession
+# recreates the session on them (a ps restarted, a network fault), as
+# tf.estimator did, and the next save comes from the new session.
+_SESSION_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError)
+
+
 class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
-  """TensorFlow's CheckpointSaverHook whose failed saves raise CheckpointSaveError.
+  """TensorFlow's CheckpointSaverHook whose failed saves are retried, then raise CheckpointSaveError.
+
+  A save that fails is logged as an error and training goes on; the next
+  save (at the usual cadence) tries again. Once saves have failed for
+  MAX_FAILING_SAVES_SECS in a row, or when the save at the end of training
+  fails, it raises CheckpointSaveError.
 
   It writes the same files and events, with one change of timing:
   `graph.pbtxt` is written by a background thread, which `end()` waits for.
@@ -38,6 +59,12 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
   about a sixth of the time from `train()` to the first step on the
   benchmarks' linear model; nothing reads the file during training.
   """
+
+  def begin(self):
+    super().begin()
+    self._failed_in_a_row = 0
+    self._failing_since = 0.0
+    self._ending = False
 
   def after_create_session(self, session, coord):
     # CheckpointSaverHook.after_create_session, with the GraphDef built once
@@ -62,23 +89,43 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
     self._timer.update_last_triggered_step(global_step)
 
   def end(self, session):
+    self._ending = True   # the last save: nothing comes after it to try again
     super().end(session)
     if getattr(self, "_graph_written", None) is not None:
       self._graph_written.result()  # waits; raises the write's error
 
   def _save(self, session, step):
     try:
-      return super()._save(session, step)
+      should_stop = super()._save(session, step)
+    except _SESSION_ERRORS:
+      raise
     except (tf.errors.OpError, OSError) as e:
+      if not self._failed_in_a_row:
+        self._failing_since = time.monotonic()
+      self._failed_in_a_row += 1
+      failing_secs = time.monotonic() - self._failing_since
       checkpoint_dir = os.path.dirname(self._save_path)
       previous = tf.train.latest_checkpoint(checkpoint_dir)
-      cause = getattr(e, "message", None) or str(e)
-      raise CheckpointSaveError(
-          getattr(e, "errno", None) or errno.EIO,
-          f"Could not save the checkpoint for global step {step} into "
-          f"{checkpoint_dir}: {cause.strip()}. Is the disk full or the directory "
-          f"not writable? The previous checkpoint ({previous or 'none yet'}) is "
-          "intact: free space (or fix permissions) and restart to resume from it.") from e
+      cause = (getattr(e, "message", None) or str(e)).strip()
+      failure = (f"Could not save the checkpoint for global step {step} into "
+                 f"{checkpoint_dir}: {cause}. Is the disk full or the directory not "
+                 f"writable? The previous checkpoint ({previous or 'none yet'}) is intact")
+      if self._ending or failing_secs >= MAX_FAILING_SAVES_SECS:
+        raise CheckpointSaveError(
+            getattr(e, "errno", None) or errno.EIO,
+            f"{failure}: free space (or fix permissions) and restart to resume from it. "
+            f"({self._failed_in_a_row} saves in a row failed, over {failing_secs:.0f} s.)"
+        ) from e
+      tf.compat.v1.logging.error(
+          "%s. Training goes on and the next save tries again (saves have failed %d times "
+          "in a row, for %.0f s; training stops if they still fail after %d s).", failure,
+          self._failed_in_a_row, failing_secs, MAX_FAILING_SAVES_SECS)
+      return False
+    if self._failed_in_a_row:
+      tf.compat.v1.logging.info("Saved the checkpoint for global step %d after %d failed "
+                                "saves.", step, self._failed_in_a_row)
+    self._failed_in_a_row = 0
+    return should_stop
 
 
 def _checkpoint_name(variable: tf.Variable) -> tuple:
