@@ -27,6 +27,7 @@ from typing import Any, Optional, Union
 
 import tensorflow as tf
 
+from estimator_lite._util import op_errors
 from estimator_lite._util import tf_internals
 
 
@@ -106,7 +107,7 @@ class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
       failing_secs = time.monotonic() - self._failing_since
       checkpoint_dir = os.path.dirname(self._save_path)
       previous = tf.train.latest_checkpoint(checkpoint_dir)
-      cause = (getattr(e, "message", None) or str(e)).strip()
+      cause = op_errors.summary(e)
       failure = (f"Could not save the checkpoint for global step {step} into "
                  f"{checkpoint_dir}: {cause}. Is the disk full or the directory not "
                  f"writable? The previous checkpoint ({previous or 'none yet'}) is intact")

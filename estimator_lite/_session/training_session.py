@@ -8,7 +8,8 @@ in-graph loop (RunConfig(steps_per_loop=K)) and tf.distribute strategies:
 2. the hooks, in the order they must run (see `_ordered_hooks`), the default
    Saver and checkpoint saver, warm-starting and the `loss` summary;
 3. this task's session (targets.py, creators.py) under a MonitoredSession,
-   and the SIGTERM watcher (preemption.py);
+   the SIGTERM watcher (preemption.py) and, in a ps cluster, the stall
+   watch (stall_watch.py);
 4. `train_op` run until a hook stops, then the outcome logged (or
    `Preempted` raised).
 """
@@ -26,6 +27,7 @@ from estimator_lite._session import checkpoints
 from estimator_lite._session import creators
 from estimator_lite._session import preemption
 from estimator_lite._session import shutdown
+from estimator_lite._session import stall_watch
 from estimator_lite._session import step_hook
 from estimator_lite._session import targets
 from estimator_lite._util import quiet
@@ -208,8 +210,11 @@ def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
     Preempted: SIGTERM was received; the checkpoint at the current step is saved.
   """
   watcher = preemption.SigtermWatcher() if target.watches_sigterm else None
+  stall = stall_watch.for_cluster(config)
   # The SIGTERM hook requests the stop at which the saver, after it, saves.
-  hooks = hooks + ([watcher.hook()] if watcher is not None else []) + savers
+  # The stall watch is first: a step counts as finished once its run returns.
+  hooks = (([stall] if stall is not None else []) + hooks +
+           ([watcher.hook()] if watcher is not None else []) + savers)
   grace = _STOP_GRACE_PERIOD_SECS
   if any(tf_internals.is_sync_replicas_hook(hook) for hook in hooks):
     grace = _SYNC_REPLICAS_STOP_GRACE_SECS
@@ -221,11 +226,15 @@ def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
   fetches = [spec.train_op, spec.loss]  # built once: this loop is the per-step path
   # The watcher is entered before the session is created, so a SIGTERM
   # during session creation (a worker waiting for the chief) counts.
-  with watcher or contextlib.nullcontext(), tf.compat.v1.train.MonitoredSession(
-      session_creator=creator, hooks=hooks, stop_grace_period_secs=grace) as session:
-    while not session.should_stop():
-      _, loss = session.run(fetches)
-      any_step_done = True
+  try:
+    with watcher or contextlib.nullcontext(), tf.compat.v1.train.MonitoredSession(
+        session_creator=creator, hooks=hooks, stop_grace_period_secs=grace) as session:
+      while not session.should_stop():
+        _, loss = session.run(fetches)
+        any_step_done = True
+  finally:
+    if stall is not None:
+      stall.stop()   # also when training ends with an exception (no `end()` then)
   if not any_step_done:
     _logging.warning("Training with estimator made no steps. Perhaps input is "
                      "empty or misspecified.")
