@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import re
 import threading
 
 import pytest
@@ -214,6 +215,47 @@ def test_evaluator_skips_a_checkpoint_deleted_before_it_is_read(monkeypatch, tmp
   assert result is None  # as tf.estimator, for every cluster role
   assert eval_event_steps(model_dir) == [10]  # ckpt-5 was skipped, and not retried
   assert exporter.calls == [(os.path.join(model_dir, "export", "best"), "model.ckpt-10", 10, True)]
+
+
+def test_evaluator_skips_a_damaged_checkpoint_and_evaluates_the_next(monkeypatch, tmp_path,
+                                                                     tf_logs):
+  model_dir = str(tmp_path)
+  monkeypatch.delenv("TF_CONFIG", raising=False)
+  estimator_for(model_dir, save_checkpoints_steps=5).train(input_fn, max_steps=10)
+
+  def ckpt(step):
+    return os.path.join(model_dir, f"model.ckpt-{step}")
+
+  # ckpt-5 is the newest when the evaluator starts; its data file is damaged
+  # (cut short, as by a storage fault) but still there. The chief goes on and
+  # saves step 10 while the evaluator reads it.
+  tf.compat.v1.train.update_checkpoint_state(model_dir, ckpt(5), [ckpt(0), ckpt(5)])
+  (data,) = glob.glob(ckpt(5) + ".data-*")
+  with open(data, "r+b") as f:
+    f.truncate(os.path.getsize(data) // 2)
+
+  def eval_input_fn():
+    tf.compat.v1.train.update_checkpoint_state(model_dir, ckpt(10), [ckpt(5), ckpt(10)])
+    return input_fn()
+
+  monkeypatch.setenv("TF_CONFIG", json.dumps({
+      "cluster": {"chief": ["localhost:1"], "ps": ["localhost:2"]},
+      "task": {"type": "evaluator", "index": 0}}))
+  eval_spec = est.EvalSpec(eval_input_fn, steps=1, start_delay_secs=0, throttle_secs=0)
+  _run_with_timeout(lambda: est.train_and_evaluate(
+      estimator_for(model_dir), est.TrainSpec(input_fn, max_steps=10), eval_spec), timeout=120)
+
+  assert eval_event_steps(model_dir) == [10]
+  assert re.search(rf"Checkpoint {re.escape(ckpt(5))} cannot be read \(.+\); skipping it\.",
+                   tf_logs.text), tf_logs.text[-3000:]
+  # The final checkpoint is never skipped: damaged, it is an error.
+  (data,) = glob.glob(ckpt(10) + ".data-*")
+  with open(data, "r+b") as f:
+    f.truncate(os.path.getsize(data) // 2)
+  with pytest.raises(tf.errors.OutOfRangeError, match="Read less bytes than requested"):
+    _run_with_timeout(lambda: est.train_and_evaluate(
+        estimator_for(model_dir), est.TrainSpec(input_fn, max_steps=10),
+        est.EvalSpec(input_fn, steps=1, start_delay_secs=0, throttle_secs=0)), timeout=120)
 
 
 # -- the specs -------------------------------------------------------------------------

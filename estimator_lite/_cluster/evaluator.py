@@ -22,6 +22,7 @@ import tensorflow as tf
 from estimator_lite._cluster import stop_marker
 from estimator_lite._util import cadence as cadence_lib
 from estimator_lite._util import events
+from estimator_lite._util import op_errors
 from estimator_lite._util.validation import GLOBAL_STEP_KEY
 
 _logging = tf.compat.v1.logging
@@ -33,6 +34,10 @@ _POLL_SECS = 0.25
 _FORCED_REREAD_SECS = 5.0
 _WAITING_LOG_SECS = 600
 _STEP_SUFFIX = re.compile(r"-(\d+)$")
+# What restoring a checkpoint raises when its files are gone, cut short
+# (OutOfRange: "Read less bytes than requested"), damaged or not readable.
+_UNREADABLE = (tf.errors.NotFoundError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
+               tf.errors.PermissionDeniedError)
 
 
 class EvalStatus:  # pylint: disable=too-few-public-methods
@@ -41,6 +46,7 @@ class EvalStatus:  # pylint: disable=too-few-public-methods
   MISSING_CHECKPOINT = "missing checkpoint"
   NO_NEW_CHECKPOINT = "no new checkpoint"
   CHECKPOINT_DELETED = "checkpoint deleted"
+  CHECKPOINT_UNREADABLE = "checkpoint unreadable"
 
 
 @attrs.frozen
@@ -112,6 +118,9 @@ class Evaluator:
     A checkpoint deleted before it could be read (keep_checkpoint_max on a
     chief that saves faster than this evaluates) is not an error: the result
     has status CHECKPOINT_DELETED and the caller moves on to a newer one.
+    Nor is one whose files exist but cannot be read (damaged or unreadable
+    storage), unless it is the final one: status CHECKPOINT_UNREADABLE, with
+    a warning naming it and the cause; training goes on and saves newer ones.
 
     Returns:
       (EvalResult, list of export results, one per exporter).
@@ -131,12 +140,18 @@ class Evaluator:
           input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
           name=self._eval_spec.name, checkpoint_path=checkpoint_path,
           hooks=list(self._eval_spec.hooks))
-    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
+    except _UNREADABLE + (ValueError,) as e:
       # Saver.restore raises ValueError for a checkpoint gone before the
       # restore, NotFoundError/DataLossError for one going during it. Anything
-      # else (or these errors on a checkpoint that still exists) is real.
+      # else (or a ValueError on a checkpoint that still exists: a model that
+      # does not fit it) is real.
       if _checkpoint_exists(checkpoint_path):
-        raise
+        if isinstance(e, ValueError) or self.is_final(checkpoint_step(checkpoint_path)):
+          raise
+        _logging.warning(
+            "Checkpoint %s cannot be read (%s); skipping it. Training goes on, and the "
+            "next checkpoint will be evaluated.", checkpoint_path, op_errors.summary(e))
+        return EvalResult(EvalStatus.CHECKPOINT_UNREADABLE), []
       _logging.warning(
           "Checkpoint %s was deleted before it could be evaluated (the chief keeps "
           "only RunConfig.keep_checkpoint_max checkpoints); moving on to the newest "
