@@ -1,17 +1,22 @@
-"""A warning when training stops making steps: what the task waits for, and whether it reaches it.
+"""A warning when training stops making steps: what the task waits for, and if it can reach it.
 
 In a ps cluster a training step, and the creation of a session after a
 fault, wait for the ps tasks without a time limit and without a word: a ps
 that crashed, a network partition or a firewall show only as silence
 (TensorFlow's own "CreateSession still waiting" is a C++ INFO line, hidden
 by default). `StallWatchHook` logs a warning once no step has finished for
-`STALL_SECS` (or ten times the usual step time, if longer), again every
+`STALL_SECS` (or ten times the usual step time, if longer) after the first
+step, again every
 `STALL_SECS` while it lasts, and a line when steps resume. Each warning
 names the tasks the session depends on and what a TCP connection to each
 from this process gives: refused (not running, or a firewall that rejects),
 timed out (unreachable: a partition or a firewall that drops) or accepted (running and reachable: busy, or
 waiting on another task). It only watches; training resumes on its own once
 the tasks answer, as in tf.estimator.
+
+Before the first step it says nothing: waiting then is expected and has its
+own log lines (a worker waiting for the chief's initialisation, a launched
+cluster's tasks waiting for every worker to join).
 """
 from __future__ import annotations
 
@@ -118,17 +123,15 @@ class StallWatchHook(tf.compat.v1.train.SessionRunHook):
       stalled = now - self._last_progress
       due = self._warned_at is None or now - self._warned_at >= self._stall_secs
       started = bool(self._steps)
-    if stalled < self.threshold() or not due:
+    if not started or stalled < self.threshold() or not due:
       return None
     with self._lock:
       self._warned_at = now
-    what = ("No training step has finished" if started else
-            "Training has not made its first step")
     peers = "; ".join(f"{name} at {address}: {probe(address)}" for name, address in self._peers)
-    return (f"{what} for {stalled:.0f} s. This task's session waits for the ps tasks, "
-            f"without a time limit, until they answer ({peers}). If one is down or cut "
-            "off from this machine (network partition, firewall), training resumes once it "
-            "is back.")
+    return (f"No training step has finished for {stalled:.0f} s. This task's session waits "
+            f"for the ps tasks, without a time limit, until they answer ({peers}). If one is "
+            "down or cut off from this machine (network partition, firewall), training "
+            "resumes once it is back.")
 
   def _watch(self) -> None:
     while not self._stop.wait(1.0):
