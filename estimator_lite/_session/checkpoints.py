@@ -47,7 +47,7 @@ _SESSION_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError)
 
 
 class SafeCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):
-  """TensorFlow's CheckpointSaverHook whose failed saves are retried, then raise CheckpointSaveError.
+  """TensorFlow's CheckpointSaverHook whose failed saves are retried, then raise an error.
 
   A save that fails is logged as an error and training goes on; the next
   save (at the usual cadence) tries again. Once saves have failed for
