@@ -68,10 +68,15 @@ def eval_input_fn(num_rows, batch_size):
 
 
 class _ReportHook(est.SessionRunHook):
-  """Logs where the variables live and, at the end, this task's own step count."""
+  """Logs where the variables live and, at the end, this task's own step count.
 
-  def __init__(self, task):
+  With steps_per_loop > 1 a Session.run is a loop of up to that many steps,
+  so the count is of loops.
+  """
+
+  def __init__(self, task, steps_per_loop):
     self._task = task
+    self._steps_per_loop = steps_per_loop
     self._local_steps = 0
 
   def begin(self):
@@ -84,9 +89,11 @@ class _ReportHook(est.SessionRunHook):
     self._local_steps += 1
 
   def end(self, session):
+    counted = ("local steps" if self._steps_per_loop == 1 else
+               f"loops of up to {self._steps_per_loop} steps")
     tf.compat.v1.logging.info(
-        "cluster_train %s: ran %d local steps; global step is %d", self._task,
-        self._local_steps, session.run(self._global_step))
+        "cluster_train %s: ran %d %s; global step is %d", self._task, self._local_steps,
+        counted, session.run(self._global_step))
 
 
 class _ChiefOnlyHook(est.SessionRunHook):
@@ -184,6 +191,8 @@ def main(argv=None):
   parser.add_argument("--save_checkpoints_steps", type=int, default=100)
   parser.add_argument("--keep_checkpoint_max", type=int, default=5)
   parser.add_argument("--eval_steps", type=int, default=4)
+  parser.add_argument("--steps_per_loop", type=int, default=1,
+                      help="training steps a Session.run (RunConfig(steps_per_loop))")
   parser.add_argument("--start_delay_secs", type=float, default=0)
   parser.add_argument("--throttle_secs", type=float, default=0)
   parser.add_argument("--max_worker_delay_secs", type=int, default=None,
@@ -203,11 +212,12 @@ def main(argv=None):
       model_dir=args.model_dir,
       save_checkpoints_steps=args.save_checkpoints_steps,
       keep_checkpoint_max=args.keep_checkpoint_max,
-      experimental_max_worker_delay_secs=args.max_worker_delay_secs)
+      experimental_max_worker_delay_secs=args.max_worker_delay_secs,
+      steps_per_loop=args.steps_per_loop)
   estimator = est.Estimator(model_fn, config=config, params={
       "learning_rate": args.learning_rate, "sync": args.sync})
   task = f"{config.task_type}:{config.task_id}"
-  hooks = [_ReportHook(task)]
+  hooks = [_ReportHook(task, args.steps_per_loop)]
   wait_for_workers = args.hold_workers and config.is_chief and config.num_worker_replicas > 1
   if wait_for_workers or args.hold_evaluator:
     hooks.append(_HoldHook(task, args.hold_secs, wait_for_workers,

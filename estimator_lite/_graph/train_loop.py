@@ -14,7 +14,12 @@ What changes for the user (README, "steps_per_loop"):
   step are available outside;
 * summaries created in model_fn are not written (only `loss` is);
 * max_steps and steps stay exact: the last loop runs only the steps left.
+  Where other trainers move the global step too (the chief and workers of a
+  ps cluster), the loop also reads the global step before each iteration and
+  ends at the last step, so training stops there as with one step a run: past
+  it by at most the steps other trainers had in flight (one each).
 """
+import numpy as np
 import tensorflow as tf
 
 
@@ -29,16 +34,17 @@ class LoopSizeHook(tf.compat.v1.train.SessionRunHook):
   """Feeds how many steps the next loop may run and stops at the last step.
 
   Args:
-    loop_size: the placeholder giving the number of iterations of a run.
-    loop_global_step: the global step after the loop (read once the loop has run).
+    loop: the TrainingLoop (its size and last-step placeholders, the global
+      step after it).
     steps_per_loop: K.
     num_steps: train this many steps from the restored step, or None.
     last_step: train until this global step, or None.
   """
 
-  def __init__(self, loop_size, loop_global_step, steps_per_loop, num_steps, last_step):
-    self._loop_size = loop_size
-    self._loop_global_step = loop_global_step
+  def __init__(self, loop, steps_per_loop, num_steps, last_step):
+    self._loop_size = loop.size
+    self._loop_last_step = loop.last_step
+    self._loop_global_step = loop.global_step
     self._steps_per_loop = steps_per_loop
     self._num_steps = num_steps
     self._last_step = last_step
@@ -60,13 +66,40 @@ class LoopSizeHook(tf.compat.v1.train.SessionRunHook):
     # Only a shorter last loop is fed: a run with a feed goes past
     # FastSession's compiled callable (about 10% of a K=100 loop's time on
     # the linear benchmark model; benchmarks/RESULTS.md).
-    feed = None if size == self._steps_per_loop else {self._loop_size: size}
-    return tf.compat.v1.train.SessionRunArgs(self._loop_global_step, feed_dict=feed)
+    feed = {} if size == self._steps_per_loop else {self._loop_size: size}
+    if self._loop_last_step is not None and self._last_step is not None:
+      feed[self._loop_last_step] = self._last_step
+    return tf.compat.v1.train.SessionRunArgs(self._loop_global_step, feed_dict=feed or None)
 
   def after_run(self, run_context, run_values):
     self._current = int(run_values.results)
     if self._last_step is not None and self._current >= self._last_step:
       run_context.request_stop()
+
+
+# Ops of synchronous training (SyncReplicasOptimizer): they gather every
+# replica's gradients for one update, a step at a time across processes.
+_ACCUMULATOR_OPS = frozenset({"ConditionalAccumulator", "SparseConditionalAccumulator",
+                              "ResourceConditionalAccumulator"})
+
+
+def _refuse_gradient_accumulators(steps_per_loop, error=None):
+  """Raises ValueError if model_fn made gradient accumulators in the loop body.
+
+  SyncReplicasOptimizer's accumulators and token queue need every step to be
+  its own Session.run (its ops are not built to live in a loop; with them
+  model_fn fails with an unrelated-looking graph error), so the loop refuses
+  them with a message that says what to do.
+  """
+  graph = tf.compat.v1.get_default_graph()
+  graphs = [graph, getattr(graph, "outer_graph", None)]
+  if any(op.type in _ACCUMULATOR_OPS for g in graphs if g is not None
+         for op in g.get_operations()):
+    raise ValueError(
+        f"RunConfig(steps_per_loop={steps_per_loop}): model_fn trains synchronously "
+        "(SyncReplicasOptimizer, or another optimizer that accumulates gradients across "
+        "replicas), which needs one step a Session.run. Use steps_per_loop=1 for "
+        "synchronous training.") from error
 
 
 def _drop_loop_body_members(graph):
@@ -90,29 +123,65 @@ def _drop_loop_body_members(graph):
         dropped_summaries)
 
 
-def build_training_loop(next_batch, call_model_fn, steps_per_loop):
+class TrainingLoop:
+  """What the hooks feed and fetch around the loop.
+
+  Attributes:
+    size: the placeholder giving the number of iterations of a run (K unless fed).
+    last_step: the placeholder giving the global step at which the loop ends,
+      or None when the loop does not read the global step.
+    global_step: the global step after the loop (read once the loop has run).
+  """
+
+  def __init__(self, size, last_step, global_step):
+    self.size = size
+    self.last_step = last_step
+    self.global_step = global_step
+
+
+def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_global_step):
   """Builds the while loop; model_fn is called once, inside its body.
 
   Args:
     next_batch: function returning (features, labels) for one step.
     call_model_fn: function (features, labels) -> TRAIN EstimatorSpec.
     steps_per_loop: default number of iterations per Session.run.
+    stop_at_global_step: whether each iteration first reads the global step
+      and the loop ends at the fed last step (other trainers move it too).
 
   Returns:
-    (spec, loop_size placeholder, loop_global_step): `spec` is model_fn's
-    EstimatorSpec with `train_op` replaced by the whole loop and `loss` by the
-    loss of its last step (float32), both usable outside the loop.
+    (spec, TrainingLoop): `spec` is model_fn's EstimatorSpec with `train_op`
+    replaced by the whole loop and `loss` by the loss of its last step
+    (float32), both usable outside the loop.
   """
   global_step = tf.compat.v1.train.get_global_step()
   loop_size = tf.compat.v1.placeholder_with_default(
       tf.constant(steps_per_loop, tf.int32), [], name="steps_per_loop")
+  last_step = None
+  if stop_at_global_step:
+    last_step = tf.compat.v1.placeholder_with_default(
+        tf.constant(np.iinfo(np.int64).max, tf.int64), [], name="last_step")
   specs = []
+
+  def cond(i, loss):
+    del loss
+    more = i < loop_size
+    if last_step is None:
+      return more
+    # The read runs where the global step lives (a ps): one more transfer an
+    # iteration, the price of stopping within a step of max_steps.
+    return tf.logical_and(more, global_step.read_value() < last_step)
 
   def body(i, loss):
     del loss
     features, labels = next_batch()
-    with tf.variable_creator_scope(_create_outside_loop):
-      spec = call_model_fn(features, labels)
+    try:
+      with tf.variable_creator_scope(_create_outside_loop):
+        spec = call_model_fn(features, labels)
+    except Exception as error:
+      _refuse_gradient_accumulators(steps_per_loop, error)
+      raise
+    _refuse_gradient_accumulators(steps_per_loop)
     specs.append(spec)
     with tf.control_dependencies([spec.train_op]):
       return i + 1, tf.cast(spec.loss, tf.float32)
@@ -120,8 +189,7 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop):
   # Every value the loop carries costs a few ops per iteration, so it carries
   # only the counter and the loss; the global step is read once, after it.
   _, last_loss = tf.compat.v1.while_loop(
-      lambda i, loss: i < loop_size, body, [tf.constant(0), tf.constant(0.0)],
-      parallel_iterations=1, name="train_loop")
+      cond, body, [tf.constant(0), tf.constant(0.0)], parallel_iterations=1, name="train_loop")
   with tf.control_dependencies([last_loss]):
     loop_global_step = tf.identity(global_step.read_value(), name="loop_global_step")
   _drop_loop_body_members(tf.compat.v1.get_default_graph())
@@ -131,4 +199,4 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop):
   # outputs, and tensors only the loop body can see are dropped.
   spec = spec.replace(loss=last_loss, train_op=loop_op, predictions=None,
                       eval_metric_ops=None)
-  return spec, loop_size, loop_global_step
+  return spec, TrainingLoop(loop_size, last_step, loop_global_step)

@@ -80,6 +80,24 @@ def test_loop_needs_a_dataset(tmp_path):
     estimator.train(tensors_input_fn, max_steps=10)
 
 
+def test_loop_refuses_synchronous_replicas_with_what_to_do(tmp_path):
+  """SyncReplicasOptimizer cannot run in the loop; the error says so, not a graph error."""
+  def sync_model_fn(features, labels, mode):
+    pred = tf.compat.v1.layers.dense(features["x"], 1)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
+    optimizer = tf.compat.v1.train.SyncReplicasOptimizer(
+        tf.compat.v1.train.GradientDescentOptimizer(0.1), replicas_to_aggregate=1)
+    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+    return est.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                             training_hooks=[optimizer.make_session_run_hook(True)])
+  estimator = est.Estimator(sync_model_fn, model_dir=str(tmp_path),
+                            config=est.RunConfig(steps_per_loop=5))
+  with pytest.raises(ValueError, match=r"steps_per_loop=5\): model_fn trains synchronously "
+                     r"\(SyncReplicasOptimizer.*Use steps_per_loop=1"):
+    estimator.train(_input_fn, max_steps=10)
+  assert tf.train.latest_checkpoint(str(tmp_path)) is None
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "10"])
 def test_steps_per_loop_is_validated(bad):
   with pytest.raises(ValueError, match="steps_per_loop"):
