@@ -21,7 +21,9 @@ _SEED = 20240601
 
 Model = collections.namedtuple("Model", "make_batch build serving_features")
 """make_batch(i) -> (features, labels): batch i of the pool; build(features, labels,
-train) -> Built: one step's graph; serving_features() -> placeholders for export."""
+train, wrap_optimizer=None) -> Built: one step's graph (its optimizer passed through
+wrap_optimizer, e.g. into a SyncReplicasOptimizer); serving_features() -> placeholders
+for export."""
 Built = collections.namedtuple("Built", "loss train_op predictions metrics")
 
 
@@ -38,14 +40,19 @@ def _dense(x, units, name, activation=None):
   return activation(y) if activation else y
 
 
-def _built(predictions, labels, train, loss_fn, metrics_fn, optimizer_fn):
+def _built(predictions, labels, train, loss_fn, metrics_fn, optimizer_fn, wrap_optimizer):
   """The step's graph from the predictions: loss, metrics and train op (with labels)."""
   if labels is None:
     return Built(None, None, predictions, None)
   loss = loss_fn()
   metrics = metrics_fn()
-  train_op = train and optimizer_fn().minimize(loss, global_step=_v1.train.get_global_step())
-  return Built(loss, train_op or None, predictions, metrics)
+  train_op = None
+  if train:
+    optimizer = optimizer_fn()
+    if wrap_optimizer is not None:
+      optimizer = wrap_optimizer(optimizer)
+    train_op = optimizer.minimize(loss, global_step=_v1.train.get_global_step())
+  return Built(loss, train_op, predictions, metrics)
 
 
 def _linear_batch(i):
@@ -54,11 +61,11 @@ def _linear_batch(i):
   return {"x": x}, tf.matmul(x, tf.linspace(-1.0, 1.0, 10)[:, None]) + 0.5 + noise
 
 
-def _linear_build(features, labels, train):
+def _linear_build(features, labels, train, wrap_optimizer=None):
   pred = _dense(features["x"], 1, "linear")
   return _built({"y": pred}, labels, train, lambda: tf.reduce_mean(tf.square(pred - labels)),
                 lambda: {"mse": _v1.metrics.mean_squared_error(labels, pred)},
-                lambda: _v1.train.GradientDescentOptimizer(0.05))
+                lambda: _v1.train.GradientDescentOptimizer(0.05), wrap_optimizer)
 
 
 def _mlp_batch(i):
@@ -66,14 +73,14 @@ def _mlp_batch(i):
           tf.random.stateless_uniform([256], _seed(i, 4), maxval=10, dtype=tf.int32))
 
 
-def _mlp_build(features, labels, train):
+def _mlp_build(features, labels, train, wrap_optimizer=None):
   net = _dense(features["x"], 512, "hidden1", tf.nn.relu)
   logits = _dense(_dense(net, 512, "hidden2", tf.nn.relu), 10, "logits")
   predictions = {"class": tf.argmax(logits, axis=1), "probabilities": tf.nn.softmax(logits)}
   return _built(predictions, labels, train, lambda: tf.reduce_mean(
       tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)),
                 lambda: {"accuracy": _v1.metrics.accuracy(labels, predictions["class"])},
-                lambda: _v1.train.AdamOptimizer(1e-3))
+                lambda: _v1.train.AdamOptimizer(1e-3), wrap_optimizer)
 
 
 _BUCKETS, _SLOTS, _DENSE, _EMBED_DIM = 100_000, 8, 13, 16
@@ -90,7 +97,7 @@ def _wide_deep_batch(i):
   return {"cat": cat, "dense": dense}, label
 
 
-def _wide_deep_build(features, labels, train):
+def _wide_deep_build(features, labels, train, wrap_optimizer=None):
   bucket = tf.strings.to_hash_bucket_fast(features["cat"], _BUCKETS)
   deep_table = _v1.get_variable(
       "deep_embedding", [_BUCKETS, _EMBED_DIM],
@@ -107,7 +114,7 @@ def _wide_deep_build(features, labels, train):
       tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)),
                 lambda: {"auc_proxy_accuracy": _v1.metrics.accuracy(
                     labels, tf.cast(predictions["probability"] > 0.5, tf.float32))},
-                lambda: _v1.train.AdagradOptimizer(0.05))
+                lambda: _v1.train.AdagradOptimizer(0.05), wrap_optimizer)
 
 
 MODELS = {
@@ -162,17 +169,32 @@ def make_input_fn(model):
   return lambda: dataset(model)
 
 
-def make_model_fn(model, api):
-  """A model_fn for `api` (tf.estimator or estimator_lite) running `model`."""
-  def model_fn(features, labels, mode):
+def make_model_fn(model, api, sync_replicas=0):
+  """A model_fn for `api` (tf.estimator or estimator_lite) running `model`.
+
+  sync_replicas: N > 0 trains through a SyncReplicasOptimizer that aggregates N
+  trainers' gradients a step (with its session hook), as a ps cluster's synchronous
+  training does.
+  """
+  def model_fn(features, labels, mode, config):
     train = mode == api.ModeKeys.TRAIN
-    built = model.build(features, labels if mode != api.ModeKeys.PREDICT else None, train)
+    hooks = []
+
+    def sync(optimizer):
+      optimizer = _v1.train.SyncReplicasOptimizer(
+          optimizer, replicas_to_aggregate=sync_replicas, total_num_replicas=sync_replicas)
+      hooks.append(optimizer.make_session_run_hook(config.is_chief))
+      return optimizer
+
+    built = model.build(features, labels if mode != api.ModeKeys.PREDICT else None, train,
+                        sync if sync_replicas else None)
     if mode == api.ModeKeys.PREDICT:
       return api.EstimatorSpec(
           mode, predictions=built.predictions,
           export_outputs={"serving_default": api.export.PredictOutput(built.predictions)})
     return api.EstimatorSpec(mode, loss=built.loss, train_op=built.train_op,
-                             predictions=built.predictions, eval_metric_ops=built.metrics)
+                             predictions=built.predictions, eval_metric_ops=built.metrics,
+                             training_hooks=hooks)
   return model_fn
 
 

@@ -90,3 +90,26 @@ def test_canned_census_smoke_run_reports_every_system():
   for label in labels:  # a row of figures for each system, and a pair in turns
     assert f"\n| {label} | " in proc.stdout, proc.stdout
   assert "\n| dnn_linear | estimator_lite / " in proc.stdout, proc.stdout
+
+
+def test_ps_cluster_benchmark_measures_a_cluster_of_each_kind(tmp_path):
+  """benchmarks/ps_cluster.py, one short window each: estimator_lite and TF 2.21's floor
+  on a real ps + chief + worker cluster give global steps/s, CPU a step and peak RSS a role."""
+  out = tmp_path / "ps_cluster.json"
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "ps_cluster.py"), "--clusters",
+       "async1", "--systems", "estimator_lite,bare_tf221", "--rounds", "1", "--secs", "3",
+       "--py-new", sys.executable, "--out", str(out)],
+      capture_output=True, text=True, timeout=400, cwd=REPO_ROOT, check=False,
+      env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  with open(out) as f:
+    results = {r["system"]: r for r in json.load(f)["results"]}
+  assert set(results) == {"estimator_lite", "bare_tf221"}
+  for system, result in results.items():
+    assert "error" not in result, result
+    assert result["steps_per_sec"] > 0 and result["cpu_us_per_step"] > 0, result
+    assert set(result["peak_rss_mb"]) == {"ps0", "chief0", "worker0"}, result
+    assert all(rss > 100 for rss in result["peak_rss_mb"].values()), result
+    assert all(runs > 0 for runs in result["runs_in_window"].values()), result
+  assert "\n| estimator_lite / bare Session.run, TF 2.21 | " in proc.stdout, proc.stdout

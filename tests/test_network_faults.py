@@ -139,6 +139,13 @@ def _log_after(cluster, role, pattern, when):
   return find
 
 
+def _lines_between(log, start, end, limit=120):
+  """The log's lines timed within [start, end] (at most `limit`), for a failure message."""
+  lines = [line for line in log.splitlines()
+           if re.match(r"\d+\.\d+ ", line) and start <= float(line.split()[0]) <= end]
+  return f"{len(lines)} lines from {start:.1f} to {end:.1f}:\n" + "\n".join(lines[:limit])
+
+
 def _settle(cluster):
   """Lets the cluster step undisturbed: the pace the next fault's effect is measured against."""
   cluster.sleep(SETTLE_SECS, "the cluster was settling before the next fault")
@@ -391,7 +398,7 @@ def test_read_only_model_dir_fails_saves_training_goes_on_and_the_next_save_succ
   model_dir = faulted.cluster.model_dir
   failures = re.findall(rf"ERROR:Could not save the checkpoint for global step (\d+) into "
                         rf"{re.escape(model_dir)}: (.*)Read-only file system\. ", log)
-  assert failures, log[-5000:]
+  assert failures, _lines_between(log, r["read_only"]["start"] - 2, r["read_only"]["heal"] + 5)
   assert "Training goes on and the next save tries again" in log
   saved = r["read_only_saved_after"]
   assert re.search(rf"Saved the checkpoint for global step {saved} after \d+ failed saves\.",
