@@ -15,8 +15,8 @@ The systems train the same graph (benchmarks/models.py, linear model unless
   estimator_lite_k100  the same with RunConfig(steps_per_loop=100)
   estimator_lite_nospin
                        estimator_lite with the role's session config plus
-                       experimental.disable_thread_spinning (the candidate default that
-                       benchmarks/ps_floor.py found to move TF's floor on 2 cores)
+                       experimental.disable_thread_spinning: what the tasks of
+                       `python -m estimator_lite.launch` (one machine) run with
   bare_tf215           TF 2.15's floor: Session.run(train_op) in a Python loop, no
                        Estimator and no hooks (synchronous clusters: MonitoredTrainingSession
                        with only the SyncReplicasOptimizer's hook, which that training needs)
@@ -113,10 +113,13 @@ def _task(spec: Dict[str, Any]) -> None:
   trainers = 1 + len(spec["cluster"].get("worker", []))
   sync_replicas = trainers if spec["sync"] else 0
   recorder = _Recorder(tf, spec)
-  if spec["kind"] == "estimator":
-    _estimator_task(tf, spec, models, model, sync_replicas, recorder)
-  else:
-    _bare_task(tf, spec, models, model, sync_replicas, recorder)
+  try:
+    if spec["kind"] == "estimator":
+      _estimator_task(tf, spec, models, model, sync_replicas, recorder)
+    else:
+      _bare_task(tf, spec, models, model, sync_replicas, recorder)
+  finally:  # a synchronous trainer can fail once another one stopped, before its watcher woke
+    recorder.write()
 
 
 class _Recorder:
@@ -131,17 +134,25 @@ class _Recorder:
     self.spec, self.runs, self.steps = spec, [], []
     self._step_reads = 1 if spec["steps_per_run"] > 1 else 100
     self._stopping = False
+    self._writing = threading.Lock()
     self.hook = self._make_hook(tf)
     threading.Thread(target=self._write_on_stop, daemon=True).start()
 
   def _write_on_stop(self) -> None:
     while not os.path.exists(self.spec["stop"]):
       time.sleep(0.05)
-    runs, steps = list(self.runs), list(self.steps)  # the main thread goes on appending
-    with open(self.spec["out"] + ".tmp", "w") as f:
-      json.dump({"runs": runs, "steps": steps}, f)
-    os.replace(self.spec["out"] + ".tmp", self.spec["out"])
+    self.write()
     self._stopping = True
+
+  def write(self) -> None:
+    """Writes the record, once: a second caller waits for the first one's write."""
+    with self._writing:
+      if os.path.exists(self.spec["out"]):
+        return
+      runs, steps = list(self.runs), list(self.steps)  # the main thread goes on appending
+      with open(self.spec["out"] + ".tmp", "w") as f:
+        json.dump({"runs": runs, "steps": steps}, f)
+      os.replace(self.spec["out"] + ".tmp", self.spec["out"])
 
   def reads_step(self) -> bool:
     return self.spec["role"] == "chief" and len(self.runs) % self._step_reads == 0

@@ -18,7 +18,10 @@ launcher exits with the chief's status.
 
 So that every worker trains, however fast the model, the chief and the
 workers hold their first step until every worker's training session is up
-(`--join-secs`, see _cluster/join_markers.py). Every `--status-secs` the launcher prints a
+(`--join-secs`, see _cluster/join_markers.py). The tasks share this machine's
+cores, so their sessions run with TensorFlow's thread spinning off unless the
+program sets its own `session_config` (_cluster/shared_machine.py). Every
+`--status-secs` the launcher prints a
 table of the tasks (pid, state, global step, steps/s, latest evaluation, read
 from their INFO logs), and at the end a summary: exit codes, final step,
 where the model and the exports are. TensorFlow's C++ start-up and shutdown
@@ -57,6 +60,7 @@ from typing import (Any, BinaryIO, Callable, Dict, Iterable, List, NoReturn, Opt
                     TextIO, Tuple)
 
 from estimator_lite._cluster import join_markers
+from estimator_lite._cluster import shared_machine
 from estimator_lite._cluster import task_status
 from estimator_lite._util import cpp_noise
 
@@ -496,7 +500,7 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
   try:
     for job, index in tasks:
       env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1",
-                 **join_env)
+                 **join_env, **shared_machine.launcher_environment())
       launched.start(job, index, command if network is None else network.wrap(command), env)
     chief = launched.of_job("chief")[0]
     ps = launched.of_job("ps")

@@ -7,11 +7,13 @@ session and server layers below it all take them from here.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
+from estimator_lite._cluster import shared_machine
 from estimator_lite._cluster import tf_config as _tf_config
 
 # Each job's device filters in a between-graph cluster, as tf.estimator set
@@ -41,7 +43,11 @@ def get_default_session_config() -> tf.compat.v1.ConfigProto:
 
 
 def cluster_session_config(role: _tf_config.ClusterRole) -> Optional[tf.compat.v1.ConfigProto]:
-  """tf.estimator's session_config for a task of a between-graph cluster (None for other jobs)."""
+  """tf.estimator's session_config for a task of a between-graph cluster (None for other jobs).
+
+  With thread spinning off where the cluster's tasks share this machine's
+  cores (started by the launcher: shared_machine.py says why).
+  """
   if role.task_type == _tf_config.WORKER:
     filters = ["/job:ps", f"/job:worker/task:{role.task_id}"]
   elif isinstance(role.task_type, str) and role.task_type in _DEVICE_FILTERS:
@@ -50,6 +56,8 @@ def cluster_session_config(role: _tf_config.ClusterRole) -> Optional[tf.compat.v
     return None
   config = get_default_session_config()
   config.device_filters.extend(filters)
+  if shared_machine.tasks_share_machine(os.environ):
+    config.experimental.disable_thread_spinning = True
   return config
 
 

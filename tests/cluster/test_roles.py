@@ -335,6 +335,28 @@ def test_launcher_prefixes_output_and_exits_with_the_chiefs_status(tmp_path, chi
     assert "worker:0 exited with 0" in summary and "worker:1 exited with 0" in summary, summary
 
 
+# Each task prints whether its RunConfig's sessions run with thread spinning
+# off; the chief exits, the others wait to be stopped.
+_SPINNING_TASK = r"""
+import json, os, sys, time
+import estimator_lite as est
+config = est.RunConfig()
+print("spinning off:", config.session_config.experimental.disable_thread_spinning, flush=True)
+if config.task_type != "chief":
+  time.sleep(600)
+"""
+
+
+def test_launched_tasks_run_with_thread_spinning_off(tmp_path):
+  out = io.BytesIO()
+  status = launch.run_cluster([sys.executable, "-c", _SPINNING_TASK], num_ps=1, num_workers=1,
+                              evaluator=False, grace_secs=2, out=out)
+  lines = out.getvalue().decode(errors="replace").splitlines()
+  assert status == 0, lines[-30:]
+  for task in ("chief:0", "worker:0", "ps:0"):
+    assert f"[{task}] spinning off: True" in lines, (task, lines[-30:])
+
+
 def test_print_tf_config_gives_each_machine_its_role(monkeypatch, capsys):
   assert launch.main(["--ps", "1", "--workers", "1", "--evaluator",
                       "--print-tf-config", "h0", "h1:2000", "h2"]) == 0

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_lite as est
+from estimator_lite._cluster import shared_machine
 from estimator_lite._cluster import tf_config as _tf_config
 
 CLUSTER = {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"], "ps": ["h3:2222"]}
@@ -193,6 +194,24 @@ def test_cluster_session_config_filters_devices_by_role(monkeypatch, task_type, 
   expected = est.run_config.get_default_session_config()
   expected.device_filters.extend(filters)
   assert config.session_config == expected
+
+
+@pytest.mark.parametrize("task_type", ["chief", "worker", "ps"])
+def test_tasks_sharing_a_machine_run_without_thread_spinning(monkeypatch, task_type):
+  # Under the launcher (every task on one machine) the role's config also turns
+  # TensorFlow's thread spinning off; a session_config of the user's is kept as it is.
+  monkeypatch.setenv(shared_machine.ENV, "1")
+  tf_config = {"cluster": CLUSTER, "task": {"type": task_type, "index": 0}}
+  config = run_config(monkeypatch, tf_config)
+  assert config.session_config.experimental.disable_thread_spinning
+  expected = est.run_config.get_default_session_config()
+  expected.device_filters.extend(config.session_config.device_filters)
+  expected.experimental.disable_thread_spinning = True
+  assert config.session_config == expected
+  own = tf.compat.v1.ConfigProto(log_device_placement=True)
+  assert est.RunConfig(session_config=own).session_config == own
+  monkeypatch.delenv(shared_machine.ENV)
+  assert not run_config(monkeypatch, tf_config).session_config.experimental.disable_thread_spinning
 
 
 def test_cluster_session_config_none_for_evaluator_given_one_or_strategy(monkeypatch):
