@@ -19,6 +19,8 @@ What changes for the user (README, "steps_per_loop"):
   ends at the last step, so training stops there as with one step a run: past
   it by at most the steps other trainers had in flight (one each).
 """
+from typing import Any, NamedTuple
+
 import numpy as np
 import tensorflow as tf
 
@@ -67,7 +69,9 @@ class LoopSizeHook(tf.compat.v1.train.SessionRunHook):
     # FastSession's compiled callable (about 10% of a K=100 loop's time on
     # the linear benchmark model; benchmarks/RESULTS.md).
     feed = {} if size == self._steps_per_loop else {self._loop_size: size}
-    if self._loop_last_step is not None and self._last_step is not None:
+    # A max_steps is the last-step placeholder's default already; only a
+    # last step counted from the restored step (`steps`) is fed.
+    if self._loop_last_step is not None and self._num_steps is not None:
       feed[self._loop_last_step] = self._last_step
     return tf.compat.v1.train.SessionRunArgs(self._loop_global_step, feed_dict=feed or None)
 
@@ -123,23 +127,22 @@ def _drop_loop_body_members(graph):
         dropped_summaries)
 
 
-class TrainingLoop:
+class TrainingLoop(NamedTuple):
   """What the hooks feed and fetch around the loop.
 
   Attributes:
     size: the placeholder giving the number of iterations of a run (K unless fed).
-    last_step: the placeholder giving the global step at which the loop ends,
-      or None when the loop does not read the global step.
+    last_step: the placeholder giving the global step at which the loop ends
+      (max_steps unless fed), or None when the loop does not read the global step.
     global_step: the global step after the loop (read once the loop has run).
   """
-
-  def __init__(self, size, last_step, global_step):
-    self.size = size
-    self.last_step = last_step
-    self.global_step = global_step
+  size: Any
+  last_step: Any
+  global_step: Any
 
 
-def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_global_step):
+def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_global_step,
+                        max_steps=None):
   """Builds the while loop; model_fn is called once, inside its body.
 
   Args:
@@ -147,7 +150,9 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
     call_model_fn: function (features, labels) -> TRAIN EstimatorSpec.
     steps_per_loop: default number of iterations per Session.run.
     stop_at_global_step: whether each iteration first reads the global step
-      and the loop ends at the fed last step (other trainers move it too).
+      and the loop ends at the last step (other trainers move it too).
+    max_steps: the last step, when known now (the placeholder's default, so
+      that runs need no feed: a feed goes past FastSession's compiled callable).
 
   Returns:
     (spec, TrainingLoop): `spec` is model_fn's EstimatorSpec with `train_op`
@@ -160,7 +165,8 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
   last_step = None
   if stop_at_global_step:
     last_step = tf.compat.v1.placeholder_with_default(
-        tf.constant(np.iinfo(np.int64).max, tf.int64), [], name="last_step")
+        tf.constant(np.iinfo(np.int64).max if max_steps is None else max_steps, tf.int64),
+        [], name="last_step")
   specs = []
 
   def cond(i, loss):
