@@ -12,6 +12,9 @@ The systems train the same graph (benchmarks/models.py, linear model unless
 
   tf_estimator         tf.estimator 2.15's train_and_evaluate (reference venv, TF 2.15)
   estimator_lite       estimator_lite's train_and_evaluate, the defaults a user gets
+  estimator_lite_unpacked
+                       estimator_lite with RunConfig(pack_ps_transfers=False): each
+                       tensor of a step its own message, as before packing
   estimator_lite_k100  the same with RunConfig(steps_per_loop=100)
   estimator_lite_nospin
                        estimator_lite with the role's session config plus
@@ -68,15 +71,20 @@ REPO = os.path.dirname(HERE)
 NEW_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 
 # key: (label, runs on the reference venv, what the task runs, steps a Session.run,
-#       experimental.disable_thread_spinning in the session config)
+#       experimental.disable_thread_spinning in the session config,
+#       RunConfig(pack_ps_transfers=False))
 SYSTEMS: Dict[str, tuple] = {
-    "tf_estimator": ("tf.estimator 2.15", True, "estimator", 1, False),
-    "estimator_lite": ("estimator_lite", False, "estimator", 1, False),
-    "estimator_lite_k100": ("estimator_lite steps_per_loop=100", False, "estimator", 100, False),
-    "estimator_lite_nospin": ("estimator_lite, thread spinning off", False, "estimator", 1, True),
-    "bare_tf215": ("bare Session.run, TF 2.15", True, "bare", 1, False),
-    "bare_tf221": ("bare Session.run, TF 2.21", False, "bare", 1, False),
-    "in_graph_tf221": ("in-graph loop of 100, TF 2.21", False, "bare", 100, False),
+    "tf_estimator": ("tf.estimator 2.15", True, "estimator", 1, False, False),
+    "estimator_lite": ("estimator_lite", False, "estimator", 1, False, False),
+    "estimator_lite_unpacked": ("estimator_lite pack_ps_transfers=False", False, "estimator", 1,
+                                False, True),
+    "estimator_lite_k100": ("estimator_lite steps_per_loop=100", False, "estimator", 100, False,
+                            False),
+    "estimator_lite_nospin": ("estimator_lite, thread spinning off", False, "estimator", 1, True,
+                              False),
+    "bare_tf215": ("bare Session.run, TF 2.15", True, "bare", 1, False, False),
+    "bare_tf221": ("bare Session.run, TF 2.21", False, "bare", 1, False, False),
+    "in_graph_tf221": ("in-graph loop of 100, TF 2.21", False, "bare", 100, False, False),
 }
 # name: (workers besides the chief, synchronous)
 CLUSTERS: Dict[str, tuple] = {
@@ -194,6 +202,8 @@ def _estimator_task(tf: Any, spec: Dict[str, Any], models: Any, model: Any, sync
   else:
     import estimator_lite as api  # pylint: disable=g-import-not-at-top
   extra = {"steps_per_loop": spec["steps_per_run"]} if spec["steps_per_run"] > 1 else {}
+  if spec["unpacked"]:
+    extra["pack_ps_transfers"] = False
   config = api.RunConfig(model_dir=spec["model_dir"], experimental_max_worker_delay_secs=0,
                          **extra)
   if spec["no_spinning"]:  # the role's own config (device filters), spinning off
@@ -311,13 +321,14 @@ class _Cluster:
 
   def __init__(self, system: str, cluster: str, args: argparse.Namespace, pythons: Dict[bool, str],
                env: Dict[bool, Dict[str, str]]) -> None:
-    _, reference, kind, steps_per_run, no_spinning = SYSTEMS[system]
+    _, reference, kind, steps_per_run, no_spinning, unpacked = SYSTEMS[system]
     workers, self.sync = CLUSTERS[cluster]
     self.dir = tempfile.mkdtemp(prefix=f"ps_cluster_{system}_{cluster}_")
     self.spec = {job: [f"localhost:{_free_port()}" for _ in range(n)]
                  for job, n in (("ps", 1), ("chief", 1), ("worker", workers)) if n}
     self.common = dict(cluster=self.spec, kind=kind, reference=reference, model=args.model,
-                       steps_per_run=steps_per_run, no_spinning=no_spinning, sync=self.sync,
+                       steps_per_run=steps_per_run, no_spinning=no_spinning, unpacked=unpacked,
+                       sync=self.sync,
                        model_dir=os.path.join(self.dir, "model"),
                        stop=os.path.join(self.dir, "stop"))
     self.python, self.env = pythons[reference], env[reference]
@@ -472,6 +483,7 @@ def report(data: Dict[str, Any]) -> str:
       lines.append(f"| {SYSTEMS[a][0]} ≥ {bound}× {SYSTEMS[b][0]} | {cluster} | "
                    f"{'—' if ratio is None else f'{ratio:.2f}×'} | {met} |")
   floor_pairs = (("estimator_lite", "bare_tf221"), ("tf_estimator", "bare_tf215"),
+                 ("estimator_lite", "estimator_lite_unpacked"),
                  ("estimator_lite_k100", "in_graph_tf221"), ("bare_tf221", "bare_tf215"))
   lines += ["", "### Each system against its TensorFlow's floor (medians)", "",
             "| A / B | " + " | ".join(clusters) + " |", "|---" * (len(clusters) + 1) + "|"]

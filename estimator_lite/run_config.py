@@ -38,7 +38,7 @@ _TF_REPLACEABLE = [
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def"]
 # estimator_lite's own constructor argument is replaceable too.
-_REPLACEABLE = _TF_REPLACEABLE + ["steps_per_loop"]
+_REPLACEABLE = _TF_REPLACEABLE + ["steps_per_loop", "pack_ps_transfers"]
 _FROM_TF_CONFIG = ("cluster_spec", "task_type", "task_id", "master", "evaluation_master",
                    "num_ps_replicas", "num_worker_replicas", "is_chief",
                    "global_id_in_cluster", "service")
@@ -145,6 +145,9 @@ def _check_settings(values: Dict[str, Any]) -> None:
     raise ValueError(
         f"RunConfig(steps_per_loop={steps_per_loop!r}): steps_per_loop must be an int >= 1 "
         "(1 runs one step per Session.run, as tf.estimator did).")
+  if not isinstance(values["pack_ps_transfers"], bool):
+    raise TypeError(f"RunConfig(pack_ps_transfers={values['pack_ps_transfers']!r}): "
+                    "pack_ps_transfers must be True or False.")
 
 
 def _model_dir(model_dir: Any, tf_config: _tf_config.TFConfig) -> Optional[str]:
@@ -240,6 +243,12 @@ class RunConfig:
       iterations_per_loop). Hooks, logging, summaries and checkpoints then
       happen every K steps; input_fn must return a `tf.data.Dataset`. See
       README, "steps_per_loop".
+    pack_ps_transfers: keyword-only, estimator_lite's own: on a cluster,
+      send the small tensors that a training step moves between two tasks
+      (variable reads from a ps, gradients to it) as one message each way
+      instead of one message a tensor. Values are unchanged; False sends
+      each tensor alone, as tf.estimator did. See README,
+      "Parameter-server training".
 
   Raises:
     ValueError: a value out of range, both checkpoint cadences given, a
@@ -271,7 +280,8 @@ class RunConfig:
                session_creation_timeout_secs: Optional[float] = 7200,
                checkpoint_save_graph_def: bool = True,
                *,
-               steps_per_loop: int = 1) -> None:
+               steps_per_loop: int = 1,
+               pack_ps_transfers: bool = True) -> None:
     if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
       save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_CHECKPOINT_SECS
     elif save_checkpoints_secs is _USE_DEFAULT:
@@ -294,7 +304,8 @@ class RunConfig:
         experimental_distribute=experimental_distribute,
         experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
         session_creation_timeout_secs=session_creation_timeout_secs,
-        checkpoint_save_graph_def=checkpoint_save_graph_def, steps_per_loop=steps_per_loop)
+        checkpoint_save_graph_def=checkpoint_save_graph_def, steps_per_loop=steps_per_loop,
+        pack_ps_transfers=pack_ps_transfers)
     _check_settings(values)
     self._service = tf_config.service()
     self._role = tf_config.role()
@@ -330,6 +341,7 @@ class RunConfig:
   session_creation_timeout_secs = _Setting[Optional[float]]()
   checkpoint_save_graph_def = _Setting[bool]()
   steps_per_loop = _Setting[int]()
+  pack_ps_transfers = _Setting[bool]()
   # None when none was given outside a cluster; `effective_session_config()`
   # is what sessions then use.
   session_config = _Setting[Optional[tf.compat.v1.ConfigProto]]()
@@ -355,8 +367,8 @@ class RunConfig:
     with a value clears the other.
 
     Args:
-      **kwargs: constructor arguments (tf.estimator's replaceable ones, and
-        steps_per_loop) and their new values.
+      **kwargs: constructor arguments (tf.estimator's replaceable ones,
+        steps_per_loop and pack_ps_transfers) and their new values.
 
     Returns:
       A new RunConfig of this RunConfig's class.
@@ -373,7 +385,7 @@ class RunConfig:
                f"{name} is not a RunConfig argument.")
         raise ValueError(f"Replacing {name} is not supported. Allowed properties are "
                          f"{_TF_REPLACEABLE}. {why} (estimator_lite also allows "
-                         "steps_per_loop.)")
+                         "steps_per_loop and pack_ps_transfers.)")
     values = self._constructor_values()
     values.update(kwargs)
     if "model_dir" in kwargs:

@@ -193,6 +193,8 @@ def main(argv=None):
   parser.add_argument("--eval_steps", type=int, default=4)
   parser.add_argument("--steps_per_loop", type=int, default=1,
                       help="training steps a Session.run (RunConfig(steps_per_loop))")
+  parser.add_argument("--no_pack_ps_transfers", action="store_true",
+                      help="send each tensor of a step alone (RunConfig(pack_ps_transfers=False))")
   parser.add_argument("--start_delay_secs", type=float, default=0)
   parser.add_argument("--throttle_secs", type=float, default=0)
   parser.add_argument("--max_worker_delay_secs", type=int, default=None,
@@ -213,7 +215,8 @@ def main(argv=None):
       save_checkpoints_steps=args.save_checkpoints_steps,
       keep_checkpoint_max=args.keep_checkpoint_max,
       experimental_max_worker_delay_secs=args.max_worker_delay_secs,
-      steps_per_loop=args.steps_per_loop)
+      steps_per_loop=args.steps_per_loop,
+      pack_ps_transfers=not args.no_pack_ps_transfers)
   estimator = est.Estimator(model_fn, config=config, params={
       "learning_rate": args.learning_rate, "sync": args.sync})
   task = f"{config.task_type}:{config.task_id}"

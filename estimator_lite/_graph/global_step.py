@@ -67,7 +67,22 @@ def order_read_before_increments(graph: tf.Graph, read: tf.Tensor,
   handles = set()
   for variable in step_variables:
     handles.update(tf_internals.variable_handle_names(variable))
+  reader = _reading_op(read)
   for op in graph.get_operations():
     if op.type in _INCREMENT_OP_TYPES and op.inputs and op.inputs[0].name in handles:
-      tf_internals.add_control_inputs(op, [read.op])
+      tf_internals.add_control_inputs(op, [reader])
   return read
+
+
+def _reading_op(read: tf.Tensor) -> tf.Operation:
+  """The op that reads the variable for `read`: the ReadVariableOp behind an Identity.
+
+  A resource variable's `read_value()` is an Identity of a ReadVariableOp.
+  On a ps cluster the Identity runs on the worker and the read on the ps,
+  beside the increment: ordering the increment after the read itself keeps
+  that order off the network (one message a step less).
+  """
+  op = read.op
+  if op.type == "Identity" and op.inputs and op.inputs[0].op.type == "ReadVariableOp":
+    return op.inputs[0].op
+  return op

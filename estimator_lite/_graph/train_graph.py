@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from estimator_lite._graph import global_step
 from estimator_lite._graph import input_fn as input_fn_lib
+from estimator_lite._graph import packed_transfers
 from estimator_lite._graph import train_loop
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -86,6 +87,9 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
     raise ValueError("model_fn removed the global step; keep "
                      "tf.compat.v1.train.get_or_create_global_step().")
   global_step.order_read_before_increments(graph, read, [step])
+  if config.pack_ps_transfers:
+    # After the read's order is set: a packet must not bypass it.
+    packed_transfers.pack_transfers(graph, [spec.train_op, spec.loss, read])
   return TrainGraph(spec=spec, input_hooks=tuple(hooks), logged_step=read)
 
 

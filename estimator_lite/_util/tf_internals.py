@@ -52,6 +52,16 @@ def add_control_inputs(op: tf.Operation, inputs: Iterable[tf.Operation]) -> None
     op._add_control_inputs(missing)
 
 
+def replace_input(op: tf.Operation, index: int, tensor: tf.Tensor) -> None:
+  """Makes `op` read `tensor` as its input `index`, in a graph already built."""
+  op._update_input(index, tensor)
+
+
+def in_control_flow(op: tf.Operation) -> bool:
+  """Whether `op` runs inside a v1 tf.cond or tf.while_loop (which its graph does not say)."""
+  return op._control_flow_context is not None
+
+
 # -- tensors ----------------------------------------------------------------------
 def is_dense_tensor(value: Any) -> bool:
   """Whether `value` is what tf.estimator accepted as a Tensor.

@@ -26,6 +26,32 @@ def test_global_step_reads_handles_and_control_inputs():
     assert tf_internals.GLOBAL_STEP_READ_KEY in graph.get_all_collection_keys()
 
 
+def test_graph_edits_reroute_an_input_and_see_v1_control_flow():
+  with tf.Graph().as_default():
+    a, b = tf.constant(1.0), tf.constant(5.0)
+    total = a + 1.0
+    tf_internals.replace_input(total.op, 0, b)
+    assert total.op.inputs[0] is b
+    with _v1.Session() as session:
+      assert session.run(total) == 6.0
+    assert not tf_internals.in_control_flow(total.op)
+    pred = _v1.placeholder(tf.bool, [])
+    inside = []
+
+    def branch():
+      value = a * 2.0
+      inside.append(value.op)
+      return value
+
+    # Programs that call tf.compat.v1.disable_v2_behavior() build v1 control flow.
+    _v1.disable_control_flow_v2()
+    try:
+      _v1.cond(pred, branch, lambda: a)
+    finally:
+      _v1.enable_control_flow_v2()
+    assert tf_internals.in_control_flow(inside[0])
+
+
 def test_dense_tensor_type_excludes_composite_tensors():
   with tf.Graph().as_default():
     variable = _v1.get_variable("v", [1])

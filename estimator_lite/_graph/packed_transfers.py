@@ -1,0 +1,212 @@
+"""One message each way between two tasks a training step, however many tensors cross.
+
+On a parameter-server cluster each tensor that an op on one task hands to an
+op on another is its own RecvTensor RPC every step: every variable a worker
+reads from a ps, every gradient it sends back. On TensorFlow 2.21 such a
+message costs hundreds of µs of CPU across the two processes, far more than
+the bytes of a small tensor (benchmarks/RESULTS.md, "Parameter-server
+clusters"): a linear model's step made five messages of a few bytes each.
+
+`pack_transfers` rewrites a built training graph so that the small tensors
+one task sends another within the step travel as one: on the sending task's
+CPU each is bitcast to bytes and the bytes concatenated, on the receiving
+task's CPU they are split, shaped and bitcast back, and the consumers read
+those. The values are bit for bit the same. A consumer now waits for its
+whole packet, not only its own tensor; the step needs all of them anyway.
+
+Left alone: tensors of unknown shape (an embedding lookup's rows, a sparse
+gradient), over _MAX_PACKED_BYTES, of types with no bytes to cast to
+(strings, bools, resources); constants and static shapes, which TensorFlow
+copies to the receiving side once; ops inside v1 control flow (an in-graph
+loop's body, a v1 tf.cond); and every edge outside the step (`step_fetches`
+and what they need): an initializer, a summary or a checkpoint save runs in
+a Session.run of its own and must not wait for reads of variables that may
+not be initialised yet. A tensor is not packed where that would make a
+cycle: where it is computed after one of the packet's consumers (a read
+ordered after an update).
+
+Grappler optimizes the new graph as it did the old, except around the new
+ops: a model that computes on constants may see arithmetic regrouped there,
+and round differently in the last bit.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+import attrs
+import tensorflow as tf
+
+from estimator_lite._util import tf_internals
+
+# Types that tf.bitcast turns into bytes and back.
+_PACKABLE_DTYPES = frozenset([
+    tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int8, tf.int16, tf.int32, tf.int64,
+    tf.uint8, tf.uint16, tf.uint32, tf.uint64, tf.complex64, tf.complex128])
+# Larger tensors travel alone: their bytes, not the message, are the cost, and
+# packing would add a copy of them on the sending side.
+_MAX_PACKED_BYTES = 256 * 1024
+# Constants, and shapes known when the graph is built (constants to
+# Grappler): TensorFlow copies them to the receiving side instead of sending
+# them every step.
+_STATIC_METADATA_OPS = frozenset(["Const", "Shape", "ShapeN", "Size", "Rank"])
+_SCOPE = "packed_transfers"
+_CPU = "/device:CPU:0"
+
+
+@attrs.frozen
+class Packet:
+  """Tensors that now cross from one device to another as one transfer.
+
+  Attributes:
+    source: the sending device.
+    destination: the receiving device.
+    tensors: the names of the tensors it carries, in packing order.
+  """
+
+  source: str
+  destination: str
+  tensors: Tuple[str, ...]
+
+
+# (tensor, consumer op, input index): one edge of the graph.
+_Edge = Tuple[tf.Tensor, tf.Operation, int]
+
+
+def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object]) -> List[Packet]:
+  """Packs the step's cross-task tensors, a packet per pair of tasks.
+
+  Args:
+    graph: the training graph, fully built (model_fn has run, hooks have not).
+    step_fetches: the tensors and ops every training Session.run fetches
+      (the train op, the loss, the global-step read): the step is what they
+      need.
+
+  Returns:
+    The packets made (pairs of tasks with two tensors or more to send).
+  """
+  step = _ancestors([graph.as_graph_element(f) for f in step_fetches])
+  groups: Dict[Tuple[str, str], List[_Edge]] = collections.defaultdict(list)
+  for op in graph.get_operations():
+    if op not in step or tf_internals.in_control_flow(op):
+      continue
+    destination = _task(_placed_on(op))
+    for index, tensor in enumerate(op.inputs):
+      source = _task(_placed_on(tensor.op))
+      if (source and destination and source != destination and _packable(tensor)
+          and not tf_internals.in_control_flow(tensor.op)):
+        groups[(source, destination)].append((tensor, op, index))
+  packets = []
+  for (source, destination), edges in groups.items():
+    edges = _without_cycles(graph, edges)
+    tensors = list(dict.fromkeys(tensor for tensor, _, _ in edges))
+    if len(tensors) < 2:
+      continue
+    _pack(graph, source, destination, tensors, edges)
+    packets.append(Packet(source, destination, tuple(t.name for t in tensors)))
+  return packets
+
+
+def _placed_on(op: tf.Operation) -> str:
+  """The device `op` runs on: a resource's reader or writer runs where the resource lives.
+
+  TensorFlow's placer puts an op that takes a variable's handle on the
+  handle's device, whatever the op's own device says (a read that
+  replica_device_setter put on the worker runs on the ps).
+  """
+  for tensor in op.inputs:
+    if tensor.dtype == tf.resource:
+      return _placed_on(tensor.op)
+  return op.device
+
+
+def _task(device: str) -> Optional[str]:
+  """The task of `device` ("/job:ps/task:0"), or None where the device names no job."""
+  if not device:
+    return None
+  spec = tf.DeviceSpec.from_string(device)
+  if spec.job is None:
+    return None
+  replica = f"/replica:{spec.replica}" if spec.replica else ""
+  return f"/job:{spec.job}{replica}/task:{spec.task or 0}"
+
+
+def _packable(tensor: tf.Tensor) -> bool:
+  return (tensor.dtype in _PACKABLE_DTYPES and tensor.op.type not in _STATIC_METADATA_OPS and tensor.shape.is_fully_defined()
+          and tensor.shape.num_elements() * tensor.dtype.size <= _MAX_PACKED_BYTES)
+
+
+def _ancestors(ops: Iterable[tf.Operation]) -> Set[tf.Operation]:
+  """`ops` and every op they need, through data and control inputs."""
+  seen: Set[tf.Operation] = set()
+  pending = [op if isinstance(op, tf.Operation) else op.op for op in ops]
+  while pending:
+    op = pending.pop()
+    if op in seen:
+      continue
+    seen.add(op)
+    pending.extend(tensor.op for tensor in op.inputs)
+    pending.extend(op.control_inputs)
+  return seen
+
+
+def _successors(graph: tf.Graph) -> Dict[tf.Operation, List[tf.Operation]]:
+  successors: Dict[tf.Operation, List[tf.Operation]] = collections.defaultdict(list)
+  for op in graph.get_operations():
+    for tensor in op.inputs:
+      successors[tensor.op].append(op)
+    for control in op.control_inputs:
+      successors[control].append(op)
+  return successors
+
+
+def _without_cycles(graph: tf.Graph, edges: List[_Edge]) -> List[_Edge]:
+  """`edges` less those whose tensor runs after one of the others' consumers.
+
+  Packing makes every consumer wait for every tensor of the packet; a tensor
+  produced downstream of a consumer would then wait for itself.
+  """
+  successors = _successors(graph)
+  while True:
+    downstream: Set[tf.Operation] = set()
+    pending = [consumer for _, consumer, _ in edges]
+    while pending:
+      op = pending.pop()
+      if op in downstream:
+        continue
+      downstream.add(op)
+      pending.extend(successors.get(op, ()))
+    kept = [edge for edge in edges if edge[0].op not in downstream]
+    if len(kept) == len(edges):
+      return edges
+    edges = kept
+
+
+def _to_bytes(tensor: tf.Tensor) -> tf.Tensor:
+  if tensor.dtype != tf.uint8:
+    tensor = tf.bitcast(tensor, tf.uint8)
+  return tf.reshape(tensor, [-1])
+
+
+def _from_bytes(data: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
+  shape = like.shape.as_list()
+  if like.dtype.size > 1:
+    shape.append(like.dtype.size)
+  data = tf.reshape(data, shape)
+  return data if like.dtype == tf.uint8 else tf.bitcast(data, like.dtype)
+
+
+def _pack(graph: tf.Graph, source: str, destination: str, tensors: List[tf.Tensor],
+          edges: List[_Edge]) -> None:
+  # Outside any control_dependencies scope: the packet depends on its tensors
+  # alone. On each task's CPU: a worker's GPUs share one packet, whose bytes
+  # pass through host memory on their way anyway.
+  with graph.as_default(), tf.control_dependencies(None), tf.name_scope(_SCOPE):
+    with graph.device(None), graph.device(source + _CPU):
+      packed = tf.concat([_to_bytes(t) for t in tensors], axis=0)
+    with graph.device(None), graph.device(destination + _CPU):
+      sizes = [t.shape.num_elements() * t.dtype.size for t in tensors]
+      unpacked = {t.ref(): _from_bytes(part, t)
+                  for t, part in zip(tensors, tf.split(packed, sizes))}
+  for tensor, consumer, index in edges:
+    tf_internals.replace_input(consumer, index, unpacked[tensor.ref()])

@@ -1,0 +1,164 @@
+"""pack_transfers: a training step's small cross-task tensors travel as one message each way.
+
+Real servers (a ps and a worker, in this process, on free ports from the OS)
+run the step; RunMetadata's partition graphs show what crosses between the
+tasks (each `_Recv` fed from the other task is one RecvTensor RPC a step).
+"""
+import socket
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from estimator_lite._graph import global_step
+from estimator_lite._graph import packed_transfers
+
+v1 = tf.compat.v1
+WORKER, PS = "/job:worker/task:0", "/job:ps/task:0"
+# Every wait is bounded: a step that waits for itself fails instead of hanging.
+OPERATION_TIMEOUT_MS = 30_000
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{_free_port()}"],
+                               "worker": [f"127.0.0.1:{_free_port()}"]})
+  ps = tf.distribute.Server(spec, job_name="ps", task_index=0)
+  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
+  return spec, worker, ps
+
+
+def _build(spec, *, pack, read_after_update=False, resource=True):
+  """A linear model with an embedding, placed as Estimator places it on a ps cluster.
+
+  Returns (graph, fetches, ids placeholder, variables, packets).
+  """
+  graph = tf.Graph()
+  device_fn = v1.train.replica_device_setter(ps_tasks=1, worker_device=WORKER,
+                                            merge_devices=True, cluster=spec)
+  with graph.as_default(), graph.device(device_fn):
+    step = v1.train.get_or_create_global_step()
+    read = global_step.create_shared_read(graph)
+    # The batch comes from an input pipeline, as in training (a constant
+    # would let Grappler fold the step into another arithmetic).
+    x, y = v1.data.make_one_shot_iterator(tf.data.Dataset.from_tensors((
+        np.linspace(-1.0, 1.0, 24, dtype=np.float32).reshape(8, 3),
+        np.arange(8, dtype=np.float32).reshape(8, 1))).repeat()).get_next()
+    ids = v1.placeholder(tf.int64, [None], name="ids")  # rows of unknown number
+    # resource=False: TF1's ref variables, as after tf.compat.v1.disable_v2_behavior().
+    kernel = v1.get_variable("kernel", [3, 1], initializer=v1.constant_initializer(0.5),
+                             use_resource=resource)
+    bias = v1.get_variable("bias", [1], initializer=v1.zeros_initializer(),
+                           use_resource=resource)
+    table = v1.get_variable("table", [10, 1], initializer=v1.constant_initializer(0.25),
+                            use_resource=resource)
+    rows = tf.nn.embedding_lookup(table, ids)
+    prediction = tf.matmul(x, kernel) + bias + tf.reduce_sum(rows)
+    loss = tf.reduce_mean(tf.square(prediction - y))
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    global_step.order_read_before_increments(graph, read, [step])
+    fetches = [train_op, loss, read]
+    if read_after_update:
+      # A read ordered after this step's update, used on the worker: packing
+      # it with the step's first reads would make the step wait for itself.
+      with tf.control_dependencies([train_op]):
+        fetches.append(kernel.read_value() * 2.0)
+    packets = packed_transfers.pack_transfers(graph, fetches) if pack else []
+    init = v1.global_variables_initializer()
+  return graph, fetches, ids, {"kernel": kernel, "bias": bias, "table": table}, init, packets
+
+
+def _cross_task_receives(run_metadata):
+  """{(from task, to task): number of tensors a step receives from the other task}."""
+  counts = {}
+  for partition in run_metadata.partition_graphs:
+    for node in partition.node:
+      if node.op != "_Recv" or node.attr["client_terminated"].b:
+        continue
+      sender = node.attr["send_device"].s.decode()
+      receiver = node.attr["recv_device"].s.decode()
+      source, destination = [d.split("/device:")[0].replace("/replica:0", "")
+                             for d in (sender, receiver)]
+      if source != destination:
+        counts[(source, destination)] = counts.get((source, destination), 0) + 1
+  return counts
+
+
+def _train(spec, worker, *, pack, steps=5, read_after_update=False, resource=True):
+  graph, fetches, ids, variables, init, packets = _build(
+      spec, pack=pack, read_after_update=read_after_update, resource=resource)
+  config = v1.ConfigProto(operation_timeout_in_ms=OPERATION_TIMEOUT_MS)
+  with v1.Session(worker.target, graph=graph, config=config) as session:
+    session.run(init)
+    results = []
+    for step in range(steps):
+      metadata = v1.RunMetadata()
+      results.append(session.run(
+          fetches, {ids: np.arange(step % 3 + 1)},
+          options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)[1:])
+    values = session.run(variables)
+  return results, values, _cross_task_receives(metadata), packets
+
+
+@pytest.mark.parametrize("resource", [True, False], ids=["resource", "ref"])
+def test_a_step_sends_one_message_each_way_and_trains_bit_for_bit_as_before(cluster, resource):
+  spec, worker, _ = cluster
+  plain_results, plain_values, plain_receives, _ = _train(
+      spec, worker, pack=False, resource=resource)
+  packed_results, packed_values, packed_receives, packets = _train(
+      spec, worker, pack=True, resource=resource)
+
+  # The same losses, global steps and variables, bit for bit.
+  assert [(float(l), int(s)) for l, s in packed_results] == [
+      (float(l), int(s)) for l, s in plain_results]
+  assert [int(s) for _, s in packed_results] == [0, 1, 2, 3, 4]  # read before the increment
+  for name, value in plain_values.items():
+    np.testing.assert_array_equal(packed_values[name], value, err_msg=name)
+
+  # To the worker: the reads of the kernel, the bias and the global step; to
+  # the ps: the two dense gradients. The embedding's rows and its sparse
+  # gradient (shapes known only at run time) travel alone; constants (the
+  # learning rate) TensorFlow copies over once.
+  assert [(p.source, p.destination) for p in packets] == [(PS, WORKER), (WORKER, PS)], packets
+  to_worker, to_ps = packets
+  assert len(to_worker.tensors) == 3 and len(to_ps.tensors) == 2, packets
+  assert any(name.startswith("global_step/") for name in to_worker.tensors), packets
+  assert not any(name.startswith("embedding_lookup") or "Unique" in name
+                 for packet in packets for name in packet.tensors), packets
+  # Each packet of n tensors is one message a step where there were n.
+  for packet in packets:
+    link = (packet.source, packet.destination)
+    assert packed_receives[link] == plain_receives[link] - (len(packet.tensors) - 1), (
+        link, plain_receives, packed_receives)
+
+
+def test_a_read_ordered_after_the_update_is_not_packed_and_the_step_runs(cluster):
+  spec, worker, _ = cluster
+  plain_results, plain_values, _, _ = _train(spec, worker, pack=False, read_after_update=True)
+  packed_results, packed_values, _, packets = _train(
+      spec, worker, pack=True, read_after_update=True)
+  packed = {name for packet in packets for name in packet.tensors}
+  assert len(packets) == 2 and "Read/ReadVariableOp:0" not in packed, packets
+  # The step ran (it did not wait for itself: every wait is bounded by
+  # OPERATION_TIMEOUT_MS) and the late read saw this step's update.
+  for plain, packed_result in zip(plain_results, packed_results):
+    np.testing.assert_array_equal(packed_result[2], plain[2])
+  np.testing.assert_array_equal(packed_results[-1][2], packed_values["kernel"] * 2.0)
+
+
+def test_a_graph_on_one_task_is_left_as_it_is():
+  graph = tf.Graph()
+  with graph.as_default():
+    step = v1.train.get_or_create_global_step()
+    weight = v1.get_variable("w", [2], initializer=v1.ones_initializer())
+    loss = tf.reduce_sum(weight * weight)
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+  before = len(graph.get_operations())
+  assert packed_transfers.pack_transfers(graph, [train_op, loss]) == []
+  assert len(graph.get_operations()) == before
