@@ -142,6 +142,14 @@ def test_replace_allowed_and_unknown_keys():
   back = replaced.replace(save_checkpoints_secs=60)
   assert (back.save_checkpoints_steps, back.save_checkpoints_secs) == (None, 60)
   assert config.replace(steps_per_loop=4).steps_per_loop == 4  # estimator_lite's own
+  assert config.pack_ps_transfers is True  # estimator_lite's own, on by default
+  unpacked = config.replace(pack_ps_transfers=False)
+  assert unpacked.pack_ps_transfers is False and config.pack_ps_transfers is True
+  with pytest.raises(TypeError, match=r"^RunConfig\(pack_ps_transfers='no'\): "
+                                      r"pack_ps_transfers must be True or False"):
+    est.RunConfig(pack_ps_transfers="no")
+  with pytest.raises(TypeError, match=r"pack_ps_transfers must be True or False"):
+    config.replace(pack_ps_transfers=1)
   with pytest.raises(ValueError, match=r"^Replacing task_type is not supported. Allowed "
                                        r"properties are \['model_dir', .*"
                                        r"'checkpoint_save_graph_def'\]\. task_type comes "

@@ -56,11 +56,11 @@ _CPU = "/device:CPU:0"
 
 @attrs.frozen
 class Packet:
-  """Tensors that now cross from one device to another as one transfer.
+  """Tensors that now cross from one task to another as one message a step.
 
   Attributes:
-    source: the sending device.
-    destination: the receiving device.
+    source: the sending task ("/job:ps/task:0").
+    destination: the receiving task.
     tensors: the names of the tensors it carries, in packing order.
   """
 
@@ -132,7 +132,8 @@ def _task(device: str) -> Optional[str]:
 
 
 def _packable(tensor: tf.Tensor) -> bool:
-  return (tensor.dtype in _PACKABLE_DTYPES and tensor.op.type not in _STATIC_METADATA_OPS and tensor.shape.is_fully_defined()
+  return (tensor.dtype in _PACKABLE_DTYPES and tensor.op.type not in _STATIC_METADATA_OPS
+          and tensor.shape.is_fully_defined()
           and tensor.shape.num_elements() * tensor.dtype.size <= _MAX_PACKED_BYTES)
 
 
