@@ -37,7 +37,7 @@ _TF_REPLACEABLE = [
     "device_fn", "protocol", "eval_distribute", "experimental_distribute",
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def"]
-# estimator_lite's own constructor argument is replaceable too.
+# estimator_lite's own constructor arguments are replaceable too.
 _REPLACEABLE = _TF_REPLACEABLE + ["steps_per_loop", "pack_ps_transfers"]
 _FROM_TF_CONFIG = ("cluster_spec", "task_type", "task_id", "master", "evaluation_master",
                    "num_ps_replicas", "num_worker_replicas", "is_chief",
@@ -247,8 +247,8 @@ class RunConfig:
       send the small tensors that a training step moves between two tasks
       (variable reads from a ps, gradients to it) as one message each way
       instead of one message a tensor. Values are unchanged; False sends
-      each tensor alone, as tf.estimator did. See README,
-      "Parameter-server training".
+      each tensor alone, as tf.estimator did. See README, "Run on a
+      cluster".
 
   Raises:
     ValueError: a value out of range, both checkpoint cadences given, a
@@ -257,8 +257,8 @@ class RunConfig:
       does not fit TF_CONFIG (the message says what to use instead). Each
       starts with tf.estimator's text where tf.estimator raised too.
     TypeError: a count or duration that is not a number, a model_dir that is
-      not a path, or a TF_CONFIG value of the wrong type (a
-      `TFConfigTypeError`, also a ValueError).
+      not a path, a pack_ps_transfers that is not a bool, or a TF_CONFIG
+      value of the wrong type (a `TFConfigTypeError`, also a ValueError).
   """
 
   def __init__(self,

@@ -88,7 +88,7 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
                      "tf.compat.v1.train.get_or_create_global_step().")
   global_step.order_read_before_increments(graph, read, [step])
   if config.pack_ps_transfers:
-    # After the read's order is set: a packet must not bypass it.
+    # Last, on the graph as it will run (its cycle check sees every edge).
     packed_transfers.pack_transfers(graph, [spec.train_op, spec.loss, read])
   return TrainGraph(spec=spec, input_hooks=tuple(hooks), logged_step=read)
 
