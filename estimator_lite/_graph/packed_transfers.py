@@ -16,10 +16,10 @@ whole packet, not only its own tensor; the step needs all of them anyway.
 
 Left alone: tensors of unknown shape (an embedding lookup's rows, a sparse
 gradient), over _MAX_PACKED_BYTES, of types with no bytes to cast to
-(strings, bools, resources); constants and static shapes, which TensorFlow
-copies to the receiving side once; ops inside v1 control flow (an in-graph
-loop's body, a v1 tf.cond); and every edge outside the step (`step_fetches`
-and what they need): an initializer, a summary or a checkpoint save runs in
+(strings, bools, resources); values known when the graph is built
+(constants, static shapes), which the partition graphs show cost no message
+a step; ops inside v1 control flow (an in-graph loop's body, a v1 tf.cond);
+and every edge outside the step (`step_fetches` and what they need): an initializer, a summary or a checkpoint save runs in
 a Session.run of its own and must not wait for reads of variables that may
 not be initialised yet. A tensor is not packed where that would make a
 cycle: where it is computed after one of the packet's consumers (a read
@@ -46,10 +46,6 @@ _PACKABLE_DTYPES = frozenset([
 # Larger tensors travel alone: their bytes, not the message, are the cost, and
 # packing would add a copy of them on the sending side.
 _MAX_PACKED_BYTES = 256 * 1024
-# Constants, and shapes known when the graph is built (constants to
-# Grappler): TensorFlow copies them to the receiving side instead of sending
-# them every step.
-_STATIC_METADATA_OPS = frozenset(["Const", "Shape", "ShapeN", "Size", "Rank"])
 _SCOPE = "packed_transfers"
 _CPU = "/device:CPU:0"
 
@@ -132,9 +128,12 @@ def _task(device: str) -> Optional[str]:
 
 
 def _packable(tensor: tf.Tensor) -> bool:
-  return (tensor.dtype in _PACKABLE_DTYPES and tensor.op.type not in _STATIC_METADATA_OPS
-          and tensor.shape.is_fully_defined()
-          and tensor.shape.num_elements() * tensor.dtype.size <= _MAX_PACKED_BYTES)
+  # A value known when the graph is built (a constant, a static shape, a cast
+  # of one) costs no message a step: TensorFlow makes it a constant where it
+  # is used (tests/graph/test_packed_transfers.py counts the messages).
+  return (tensor.dtype in _PACKABLE_DTYPES and tensor.shape.is_fully_defined()
+          and tensor.shape.num_elements() * tensor.dtype.size <= _MAX_PACKED_BYTES
+          and tf.get_static_value(tensor) is None)
 
 
 def _ancestors(ops: Iterable[tf.Operation]) -> Set[tf.Operation]:
