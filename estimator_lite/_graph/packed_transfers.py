@@ -132,8 +132,12 @@ def _packable(tensor: tf.Tensor) -> bool:
   # of one) costs no message a step: TensorFlow makes it a constant where it
   # is used (tests/graph/test_packed_transfers.py counts the messages).
   return (tensor.dtype in _PACKABLE_DTYPES and tensor.shape.is_fully_defined()
-          and tensor.shape.num_elements() * tensor.dtype.size <= _MAX_PACKED_BYTES
+          and _size_in_bytes(tensor) <= _MAX_PACKED_BYTES
           and tf.get_static_value(tensor) is None)
+
+
+def _size_in_bytes(tensor: tf.Tensor) -> int:
+  return tensor.shape.num_elements() * tensor.dtype.size
 
 
 def _ancestors(ops: Iterable[tf.Operation]) -> Set[tf.Operation]:
@@ -164,7 +168,8 @@ def _without_cycles(graph: tf.Graph, edges: List[_Edge]) -> List[_Edge]:
   """`edges` less those whose tensor runs after one of the others' consumers.
 
   Packing makes every consumer wait for every tensor of the packet; a tensor
-  produced downstream of a consumer would then wait for itself.
+  produced downstream of a consumer would then wait for itself. The graph is
+  read afresh for each packet: an earlier packet's ops are paths too.
   """
   successors = _successors(graph)
   while True:
@@ -205,8 +210,7 @@ def _pack(graph: tf.Graph, source: str, destination: str, tensors: List[tf.Tenso
     with graph.device(None), graph.device(source + _CPU):
       packed = tf.concat([_to_bytes(t) for t in tensors], axis=0)
     with graph.device(None), graph.device(destination + _CPU):
-      sizes = [t.shape.num_elements() * t.dtype.size for t in tensors]
-      unpacked = {t.ref(): _from_bytes(part, t)
-                  for t, part in zip(tensors, tf.split(packed, sizes))}
+      parts = tf.split(packed, [_size_in_bytes(t) for t in tensors])
+      unpacked = {t.ref(): _from_bytes(part, t) for t, part in zip(tensors, parts)}
   for tensor, consumer, index in edges:
     tf_internals.replace_input(consumer, index, unpacked[tensor.ref()])

@@ -4,12 +4,11 @@ Real servers (a ps and a worker, in this process, on free ports from the OS)
 run the step; RunMetadata's partition graphs show what crosses between the
 tasks (each `_Recv` fed from the other task is one RecvTensor RPC a step).
 """
-import socket
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from estimator_lite import launch
 from estimator_lite._graph import global_step
 from estimator_lite._graph import packed_transfers
 
@@ -19,16 +18,11 @@ WORKER, PS = "/job:worker/task:0", "/job:ps/task:0"
 OPERATION_TIMEOUT_MS = 30_000
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster():
-  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{_free_port()}"],
-                               "worker": [f"127.0.0.1:{_free_port()}"]})
+  ps_port, worker_port = launch.free_ports(2, "127.0.0.1")
+  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ps_port}"],
+                               "worker": [f"127.0.0.1:{worker_port}"]})
   ps = tf.distribute.Server(spec, job_name="ps", task_index=0)
   worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
   return spec, worker, ps
@@ -37,7 +31,7 @@ def cluster():
 def _build(spec, *, pack, read_after_update=False, resource=True):
   """A linear model with an embedding, placed as Estimator places it on a ps cluster.
 
-  Returns (graph, fetches, ids placeholder, variables, packets).
+  Returns (graph, fetches, ids placeholder, variables, init op, packets).
   """
   graph = tf.Graph()
   device_fn = v1.train.replica_device_setter(ps_tasks=1, worker_device=WORKER,
