@@ -246,9 +246,9 @@ class RunConfig:
     pack_ps_transfers: keyword-only, estimator_lite's own: on a cluster,
       send the small tensors that a training step moves between two tasks
       (variable reads from a ps, gradients to it) as one message each way
-      instead of one message a tensor. Values are unchanged; False sends
-      each tensor alone, as tf.estimator did. See README, "Run on a
-      cluster".
+      instead of one message a tensor (each iteration's, with
+      steps_per_loop > 1). Values are unchanged; False sends each tensor
+      alone, as tf.estimator did. See README, "Run on a cluster".
 
   Raises:
     ValueError: a value out of range, both checkpoint cadences given, a

@@ -14,16 +14,21 @@ task's CPU they are split, shaped and bitcast back, and the consumers read
 those. The values are bit for bit the same. A consumer now waits for its
 whole packet, not only its own tensor; the step needs all of them anyway.
 
+The in-graph loop of RunConfig(steps_per_loop=K) packs its body the same
+way, before the loop is made of it (`loop_body=True`): each iteration then
+sends one message each way too.
+
 Left alone: tensors of unknown shape (an embedding lookup's rows, a sparse
 gradient), over _MAX_PACKED_BYTES, of types with no bytes to cast to
-(strings, bools, resources); values known when the graph is built
-(constants, static shapes), which the partition graphs show cost no message
-a step; ops inside v1 control flow (an in-graph loop's body, a v1 tf.cond);
-and every edge outside the step (`step_fetches` and what they need): an initializer, a summary or a checkpoint save runs in
-a Session.run of its own and must not wait for reads of variables that may
-not be initialised yet. A tensor is not packed where that would make a
-cycle: where it is computed after one of the packet's consumers (a read
-ordered after an update).
+(strings, bools, resources); outside a loop body, values known when the graph
+is built (constants, static shapes), which the partition graphs show cost no
+message a step; ops inside v1 control flow (a v1 tf.cond or tf.while_loop of
+the model's); a loop body's captured tensors, which enter the loop once; and
+every edge outside the step (`step_fetches` and what they need): an
+initializer, a summary or a checkpoint save runs in a Session.run of its own
+and must not wait for reads of variables that may not be initialised yet. A
+tensor is not packed where that would make a cycle: where it is computed
+after one of the packet's consumers (a read ordered after an update).
 
 Grappler optimizes the new graph as it did the old, except around the new
 ops: a model that computes on constants may see arithmetic regrouped there,
@@ -32,11 +37,12 @@ and round differently in the last bit.
 from __future__ import annotations
 
 import collections
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Set, Tuple
 
 import attrs
 import tensorflow as tf
 
+from estimator_lite._graph import placement
 from estimator_lite._util import tf_internals
 
 # Types that tf.bitcast turns into bytes and back.
@@ -69,33 +75,43 @@ class Packet:
 _Edge = Tuple[tf.Tensor, tf.Operation, int]
 
 
-def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object]) -> List[Packet]:
+def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object], *,
+                   loop_body: bool = False) -> List[Packet]:
   """Packs the step's cross-task tensors, a packet per pair of tasks.
 
   Args:
-    graph: the training graph, fully built (model_fn has run, hooks have not).
+    graph: the training graph, fully built (model_fn has run, hooks have not),
+      or the body of an in-graph training loop (a while_v2 function graph)
+      before the loop is made of it.
     step_fetches: the tensors and ops every training Session.run fetches
-      (the train op, the loss, the global-step read): the step is what they
-      need.
+      (the train op, the loss, the global-step read), or that the loop body
+      returns: the step is what they need.
+    loop_body: `graph` is a loop body. Its values known when the graph is
+      built are packed too: the loop computes them each iteration, and each
+      that crosses tasks is a message an iteration. Tensors the body captures
+      from outside enter the loop once, and are left alone.
 
   Returns:
     The packets made (pairs of tasks with two tensors or more to send).
   """
-  step = _ancestors([graph.as_graph_element(f) for f in step_fetches])
+  step = placement.step_ops(graph, step_fetches)
+  captured = placement.captured_ops(graph)
   groups: Dict[Tuple[str, str], List[_Edge]] = collections.defaultdict(list)
   for op in graph.get_operations():
     if op not in step or tf_internals.in_control_flow(op):
       continue
-    destination = _task(_placed_on(op))
+    destination = placement.task(placement.placed_on(op, captured))
     for index, tensor in enumerate(op.inputs):
-      source = _task(_placed_on(tensor.op))
-      if (source and destination and source != destination and _packable(tensor)
-          and not tf_internals.in_control_flow(tensor.op)):
+      source = placement.task(placement.placed_on(tensor.op, captured))
+      if (source and destination and source != destination
+          and packable(tensor, known_values_travel=loop_body)
+          and tensor.op not in captured and not tf_internals.in_control_flow(tensor.op)):
         groups[(source, destination)].append((tensor, op, index))
   packets = []
   for (source, destination), edges in groups.items():
     edges = _without_cycles(graph, edges)
-    tensors = list(dict.fromkeys(tensor for tensor, _, _ in edges))
+    # By reference: a function graph's tensors cannot be hashed.
+    tensors = [ref.deref() for ref in dict.fromkeys(tensor.ref() for tensor, _, _ in edges)]
     if len(tensors) < 2:
       continue
     _pack(graph, source, destination, tensors, edges)
@@ -103,55 +119,26 @@ def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object]) -> List[Pack
   return packets
 
 
-def _placed_on(op: tf.Operation) -> str:
-  """The device `op` runs on: a resource's reader or writer runs where the resource lives.
+def packable(tensor: tf.Tensor, known_values_travel: bool) -> bool:
+  """Whether `tensor` may travel in a packet: small, of a known shape, castable to bytes.
 
-  TensorFlow's placer puts an op that takes a variable's handle on the
-  handle's device, whatever the op's own device says (a read that
-  replica_device_setter put on the worker runs on the ps).
+  Args:
+    tensor: a tensor that crosses from one task to another.
+    known_values_travel: whether a value known when the graph is built is
+      sent at all. Outside a loop it is not: TensorFlow makes it a constant
+      where it is used (tests/graph/test_packed_transfers.py counts the
+      messages); in a loop body it is computed, and sent, each iteration.
+
+  Returns:
+    True where the tensor may be packed.
   """
-  for tensor in op.inputs:
-    if tensor.dtype == tf.resource:
-      return _placed_on(tensor.op)
-  return op.device
-
-
-def _task(device: str) -> Optional[str]:
-  """The task of `device` ("/job:ps/task:0"), or None where the device names no job."""
-  if not device:
-    return None
-  spec = tf.DeviceSpec.from_string(device)
-  if spec.job is None:
-    return None
-  replica = f"/replica:{spec.replica}" if spec.replica else ""
-  return f"/job:{spec.job}{replica}/task:{spec.task or 0}"
-
-
-def _packable(tensor: tf.Tensor) -> bool:
-  # A value known when the graph is built (a constant, a static shape, a cast
-  # of one) costs no message a step: TensorFlow makes it a constant where it
-  # is used (tests/graph/test_packed_transfers.py counts the messages).
   return (tensor.dtype in _PACKABLE_DTYPES and tensor.shape.is_fully_defined()
           and _size_in_bytes(tensor) <= _MAX_PACKED_BYTES
-          and tf.get_static_value(tensor) is None)
+          and (known_values_travel or tf.get_static_value(tensor) is None))
 
 
 def _size_in_bytes(tensor: tf.Tensor) -> int:
   return tensor.shape.num_elements() * tensor.dtype.size
-
-
-def _ancestors(ops: Iterable[tf.Operation]) -> Set[tf.Operation]:
-  """`ops` and every op they need, through data and control inputs."""
-  seen: Set[tf.Operation] = set()
-  pending = [op if isinstance(op, tf.Operation) else op.op for op in ops]
-  while pending:
-    op = pending.pop()
-    if op in seen:
-      continue
-    seen.add(op)
-    pending.extend(tensor.op for tensor in op.inputs)
-    pending.extend(op.control_inputs)
-  return seen
 
 
 def _successors(graph: tf.Graph) -> Dict[tf.Operation, List[tf.Operation]]:

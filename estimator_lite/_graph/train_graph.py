@@ -110,7 +110,8 @@ def _build_loop(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., 
   shared_step = config.num_ps_replicas > 0 and config.num_worker_replicas > 1
   spec, loop = train_loop.build_training_loop(
       next_batch, lambda features, labels: model_fn(features, labels, ModeKeys.TRAIN, config),
-      config.steps_per_loop, stop_at_global_step=shared_step, max_steps=max_steps)
+      config.steps_per_loop, stop_at_global_step=shared_step, max_steps=max_steps,
+      pack_transfers=config.pack_ps_transfers)
   stop_hook = train_loop.LoopSizeHook(loop, config.steps_per_loop, steps, max_steps)
   return TrainGraph(spec=spec, input_hooks=(input_hook,), logged_step=loop.global_step,
                     stop_hook=stop_hook)

@@ -15,14 +15,18 @@ What changes for the user (README, "steps_per_loop"):
 * summaries created in model_fn are not written (only `loss` is);
 * max_steps and steps stay exact: the last loop runs only the steps left.
   Where other trainers move the global step too (the chief and workers of a
-  ps cluster), the loop also reads the global step before each iteration and
-  ends at the last step, so training stops there as with one step a run: past
-  it by at most the steps other trainers had in flight (one each).
+  ps cluster), each iteration also reads the global step after its update and
+  the loop ends at the last step, so training stops there as with one step a
+  run: past it by at most the steps other trainers had in flight (one each).
 """
-from typing import Any, NamedTuple
+from typing import Any, List, NamedTuple
 
 import numpy as np
 import tensorflow as tf
+
+from estimator_lite._graph import cached_reads
+from estimator_lite._graph import packed_transfers
+from estimator_lite._util import tf_internals
 
 
 def _create_outside_loop(next_creator, **kwargs):
@@ -134,7 +138,8 @@ class TrainingLoop(NamedTuple):
     size: the placeholder giving the number of iterations of a run (K unless fed).
     last_step: the placeholder giving the global step at which the loop ends
       (max_steps unless fed), or None when the loop does not read the global step.
-    global_step: the global step after the loop (read once the loop has run).
+    global_step: the global step after the loop (read once the loop has run, or by
+      its last iteration where each iteration reads it).
   """
   size: Any
   last_step: Any
@@ -142,7 +147,7 @@ class TrainingLoop(NamedTuple):
 
 
 def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_global_step,
-                        max_steps=None):
+                        max_steps=None, pack_transfers=False):
   """Builds the while loop; model_fn is called once, inside its body.
 
   Args:
@@ -153,6 +158,8 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
       and the loop ends at the last step (other trainers move it too).
     max_steps: the last step, when known now (the placeholder's default, so
       that runs need no feed: a feed goes past FastSession's compiled callable).
+    pack_transfers: send the small tensors an iteration passes between tasks
+      as one message each way (RunConfig.pack_ps_transfers, packed_transfers.py).
 
   Returns:
     (spec, TrainingLoop): `spec` is model_fn's EstimatorSpec with `train_op`
@@ -168,18 +175,20 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
         tf.constant(np.iinfo(np.int64).max if max_steps is None else max_steps, tf.int64),
         [], name="last_step")
   specs = []
+  fills: List[tf.Operation] = []
 
-  def cond(i, loss):
+  # The loop carries the counter, the loss of the last step and, where the
+  # condition needs it, the global step after the last step; every value it
+  # carries costs a few ops an iteration.
+  def cond(i, loss, *step_after):
     del loss
     more = i < loop_size
     if last_step is None:
       return more
-    # The read runs where the global step lives (a ps): one more transfer an
-    # iteration, the price of stopping within a step of max_steps.
-    return tf.logical_and(more, global_step.read_value() < last_step)
+    return tf.logical_and(more, step_after[0] < last_step)
 
-  def body(i, loss):
-    del loss
+  def body(i, loss, *step_after):
+    del loss, step_after
     features, labels = next_batch()
     try:
       with tf.variable_creator_scope(_create_outside_loop):
@@ -189,15 +198,43 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
       raise
     _refuse_gradient_accumulators(steps_per_loop)
     specs.append(spec)
-    with tf.control_dependencies([spec.train_op]):
-      return i + 1, tf.cast(spec.loss, tf.float32)
+    graph = tf.compat.v1.get_default_graph()
+    # What the next iteration must wait for: this one's update.
+    update_done = [spec.train_op]
+    if pack_transfers:
+      cached = cached_reads.cache_reads(graph, spec.train_op, [spec.train_op, spec.loss])
+      fills.extend(cached.fills)
+      # The updated values reach the copies after the update.
+      update_done = list(cached.refreshes) or update_done
+    carried = []
+    if last_step is not None:
+      # The global step as this iteration's update left it, for the next
+      # condition: it comes with the message that says the update is done
+      # (with the updated values), where a read in the condition would cost
+      # one more round trip to the ps an iteration.
+      with tf.control_dependencies([spec.train_op]):
+        carried.append(global_step.read_value())
+    if pack_transfers:
+      packed_transfers.pack_transfers(graph, [spec.loss, *update_done, *carried],
+                                      loop_body=True)
+    with tf.control_dependencies(update_done):
+      return (i + 1, tf.cast(spec.loss, tf.float32), *carried)
 
-  # Every value the loop carries costs a few ops per iteration, so it carries
-  # only the counter and the loss; the global step is read once, after it.
-  _, last_loss = tf.compat.v1.while_loop(
-      cond, body, [tf.constant(0), tf.constant(0.0)], parallel_iterations=1, name="train_loop")
-  with tf.control_dependencies([last_loss]):
-    loop_global_step = tf.identity(global_step.read_value(), name="loop_global_step")
+  # Each run of the loop copies the variables it caches before its first
+  # iteration: the counter's start waits for the copies (cached_reads.py).
+  counter_start = tf.identity(tf.constant(0), name="train_loop_start")
+  loop_vars = [counter_start, tf.constant(0.0)]
+  if last_step is not None:
+    loop_vars.append(global_step.read_value())
+  outputs = tf.compat.v1.while_loop(cond, body, loop_vars, parallel_iterations=1,
+                                    name="train_loop")
+  tf_internals.add_control_inputs(counter_start.op, fills)
+  last_loss = outputs[1]
+  if last_step is None:
+    with tf.control_dependencies([last_loss]):
+      loop_global_step = tf.identity(global_step.read_value(), name="loop_global_step")
+  else:
+    loop_global_step = tf.identity(outputs[2], name="loop_global_step")
   _drop_loop_body_members(tf.compat.v1.get_default_graph())
   spec = specs[0]
   loop_op = tf.group(last_loss, loop_global_step, name="train_loop_op")

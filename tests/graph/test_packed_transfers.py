@@ -1,14 +1,14 @@
 """pack_transfers: a training step's small cross-task tensors travel as one message each way.
 
-Real servers (a ps and a worker, in this process, on free ports from the OS)
-run the step; RunMetadata's partition graphs show what crosses between the
-tasks (each `_Recv` fed from the other task is one RecvTensor RPC a step).
+Real servers (a ps and a worker, in this process, on free ports from the OS:
+conftest.py) run the step; RunMetadata's partition graphs show what crosses
+between the tasks (each `_Recv` fed from the other task is one RecvTensor RPC
+a step). tests/graph/test_cached_reads.py covers the in-graph loop's body.
 """
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from estimator_lite import launch
 from estimator_lite._graph import global_step
 from estimator_lite._graph import packed_transfers
 
@@ -16,16 +16,6 @@ v1 = tf.compat.v1
 WORKER, PS = "/job:worker/task:0", "/job:ps/task:0"
 # Every wait is bounded: a step that waits for itself fails instead of hanging.
 OPERATION_TIMEOUT_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def cluster():
-  ps_port, worker_port = launch.free_ports(2, "127.0.0.1")
-  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ps_port}"],
-                               "worker": [f"127.0.0.1:{worker_port}"]})
-  ps = tf.distribute.Server(spec, job_name="ps", task_index=0)
-  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
-  return spec, worker, ps
 
 
 def _build(spec, *, pack, read_after_update=False, resource=True):

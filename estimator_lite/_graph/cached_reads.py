@@ -1,0 +1,145 @@
+"""An in-graph loop's variable reads from a copy on the trainer, refreshed by each update.
+
+In RunConfig(steps_per_loop=K)'s loop on a parameter-server cluster, an
+iteration that reads its variables from the ps at its start waits for four
+messages in turn: the loop's condition to the ps, the values to the trainer,
+the gradients to the ps, and word that the update is done back to the
+trainer (which starts the next iteration). Each costs a gRPC round on
+TensorFlow 2.21 (benchmarks/RESULTS.md, "Parameter-server clusters").
+
+`cache_reads` rewrites a loop body, after model_fn has built it, so that an
+iteration needs two: the trainer reads the variables from a copy on its own
+CPU, and once the update is done the ps reads them again and the trainer
+writes them into the copy. Those values travel back in the message that says
+the update is done (packed_transfers.py packs them into one), and the next
+iteration starts from them at once. Before the loop's first iteration the
+copy is filled from the ps (`fills`: one message a variable, a loop).
+
+Each iteration reads what the previous iteration's update left: with one
+trainer, the same values as one step a run, bit for bit
+(tests/graph/test_cached_reads.py). With other trainers the values are read
+just after this trainer's update instead of just before its next step: the
+updates that land in between wait for the next iteration, as asynchronous
+training has them wait anyway.
+
+Only the reads that begin the step are cached: a dense read (ReadVariableOp)
+of a variable on another task, with no control inputs, used on the trainer,
+of a shape known when the graph is built, of a type packed_transfers packs,
+up to its size limit. Left alone: a read ordered after something (a read
+after the update), embedding lookups (rows chosen at run time), ref
+variables, and anything on one machine (the devices name no job).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import attrs
+import tensorflow as tf
+
+from estimator_lite._graph import packed_transfers
+from estimator_lite._graph import placement
+from estimator_lite._util import tf_internals
+
+_SCOPE = "cached_reads"
+_CPU = "/device:CPU:0"
+
+
+@attrs.frozen
+class CachedReads:
+  """What the loop around a rewritten body must run.
+
+  Attributes:
+    refreshes: the body's writes of the updated values into the copies; the
+      body's outputs must wait for them (the next iteration reads the copies).
+    fills: ops of the outer graph that copy the variables from their tasks;
+      each run of the loop must run them before its first iteration.
+  """
+
+  refreshes: Tuple[tf.Operation, ...]
+  fills: Tuple[tf.Operation, ...]
+
+
+def cache_reads(body: tf.Graph, train_op: tf.Operation, step_fetches: List[object]) -> CachedReads:
+  """Makes the loop body read its variables from copies on the trainer.
+
+  Args:
+    body: the loop body (a while_v2 function graph) as model_fn built it,
+      before the loop is made of it.
+    train_op: the step's train op: the variables are read again after it.
+    step_fetches: what the body returns, or needs (the train op and the
+      loss): the step is what they need.
+
+  Returns:
+    A CachedReads; empty where nothing is read from another task.
+  """
+  captured = placement.captured_ops(body)
+  step = placement.step_ops(body, step_fetches)
+  reads: Dict[tf.Operation, List[tf.Operation]] = {}
+  for op in body.get_operations():
+    if op.type == "ReadVariableOp" and op in step and _cacheable(op, captured):
+      reads.setdefault(op.inputs[0].op, []).append(op)
+  refreshes, fills = [], []
+  for handle, handle_reads in reads.items():
+    refresh, fill = _cache(body, captured[handle], handle.outputs[0], handle_reads, train_op,
+                           captured)
+    refreshes.append(refresh)
+    fills.append(fill)
+  return CachedReads(tuple(refreshes), tuple(fills))
+
+
+def _remote_uses(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor],
+                 ) -> List[Tuple[tf.Operation, int, str]]:
+  """(consumer, input index, consumer's task) for each use of `read` on another task."""
+  home = placement.task(placement.placed_on(read, captured))
+  uses = []
+  for consumer in read.outputs[0].consumers():
+    destination = placement.task(placement.placed_on(consumer, captured))
+    for index, tensor in enumerate(consumer.inputs):
+      if tensor.op is read and destination and destination != home:
+        uses.append((consumer, index, destination))
+  return uses
+
+
+def _cacheable(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) -> bool:
+  uses = _remote_uses(read, captured)
+  return (read.inputs[0].op in captured and not read.control_inputs
+          and placement.task(placement.placed_on(read, captured)) is not None
+          and len({destination for _, _, destination in uses}) == 1
+          and packed_transfers.packable(read.outputs[0], known_values_travel=True))
+
+
+def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor,
+           reads: List[tf.Operation], train_op: tf.Operation,
+           captured: Dict[tf.Operation, tf.Tensor]) -> Tuple[tf.Operation, tf.Operation]:
+  """Reads `variable` (an outer handle) from a copy on its users' task; returns (refresh, fill)."""
+  value = reads[0].outputs[0]
+  trainer = _remote_uses(reads[0], captured)[0][2]
+  outer = body.outer_graph
+  # The copy and its first fill live in the outer graph, outside any control
+  # dependency or device scope of the loop's.
+  with outer.as_default(), outer.control_dependencies(None), outer.name_scope(None), \
+      outer.name_scope(_SCOPE):
+    with outer.device(None), outer.device(trainer + _CPU):
+      # Named after the variable: a trainer's copies are resources of its
+      # own task, one per variable.
+      copy = tf.raw_ops.VarHandleOp(dtype=value.dtype, shape=value.shape,
+                                    shared_name=outer.unique_name(
+                                        f"{_SCOPE}/{variable.op.name}", mark_as_used=True))
+    with outer.device(None):
+      current = tf.raw_ops.ReadVariableOp(resource=variable, dtype=value.dtype)
+    with outer.device(None), outer.device(trainer + _CPU):
+      fill = tf.raw_ops.AssignVariableOp(resource=copy, value=current)
+  with body.control_dependencies(None), tf.name_scope(_SCOPE):
+    with body.device(None), body.device(trainer + _CPU):
+      cached = tf.raw_ops.ReadVariableOp(resource=copy, dtype=value.dtype)
+    for read in reads:
+      for consumer, index, _ in _remote_uses(read, captured):
+        tf_internals.replace_input(consumer, index, cached)
+    # Runs where the variable lives (a reader is placed with its resource).
+    with body.device(None), body.control_dependencies([train_op]):
+      updated = tf.raw_ops.ReadVariableOp(resource=body_handle, dtype=value.dtype)
+    # After the iteration's reads of the copy: the copy keeps their values.
+    with body.device(None), body.device(trainer + _CPU), \
+        body.control_dependencies([cached.op]):
+      refresh = tf.raw_ops.AssignVariableOp(resource=copy, value=updated)
+  return refresh, fill
