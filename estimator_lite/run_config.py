@@ -217,8 +217,10 @@ class RunConfig:
     save_checkpoints_secs: save every this many seconds; 600 when neither is
       given. Both explicitly None disables periodic checkpoints.
     session_config: a `tf.compat.v1.ConfigProto`, or None. None in a TF_CONFIG
-      cluster becomes tf.estimator's default with the task's device filters;
-      otherwise sessions use `get_default_session_config()`.
+      cluster becomes tf.estimator's default with the task's device filters
+      (and thread spinning off where TF_CONFIG puts another task on this
+      task's host: README, "Run on a cluster"); otherwise sessions use
+      `get_default_session_config()`.
     keep_checkpoint_max: newest checkpoints to keep (None or 0: all).
     keep_checkpoint_every_n_hours: also keep one checkpoint every N hours.
     log_step_count_steps: log loss and global_step/sec every N steps.
@@ -246,9 +248,12 @@ class RunConfig:
     pack_ps_transfers: keyword-only, estimator_lite's own: on a cluster,
       send the small tensors that a training step moves between two tasks
       (variable reads from a ps, gradients to it) as one message each way
-      instead of one message a tensor (each iteration's, with
-      steps_per_loop > 1). Values are unchanged; False sends each tensor
-      alone, as tf.estimator did. See README, "Run on a cluster".
+      instead of one message a tensor; with steps_per_loop > 1, each
+      iteration's, and each iteration reads the variables from a copy on
+      the trainer that the values sent back after the previous update
+      refresh. Values are unchanged; False sends each tensor alone, as
+      tf.estimator did. See README, "Run on a cluster" and
+      "steps_per_loop".
 
   Raises:
     ValueError: a value out of range, both checkpoint cadences given, a

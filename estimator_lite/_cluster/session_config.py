@@ -46,7 +46,8 @@ def cluster_session_config(role: _tf_config.ClusterRole) -> Optional[tf.compat.v
   """tf.estimator's session_config for a task of a between-graph cluster (None for other jobs).
 
   With thread spinning off where the cluster's tasks share this machine's
-  cores (started by the launcher: shared_machine.py says why).
+  cores: started by the launcher, or TF_CONFIG puts another task on this
+  task's host (shared_machine.py says why).
   """
   if role.task_type == _tf_config.WORKER:
     filters = ["/job:ps", f"/job:worker/task:{role.task_id}"]
@@ -56,7 +57,8 @@ def cluster_session_config(role: _tf_config.ClusterRole) -> Optional[tf.compat.v
     return None
   config = get_default_session_config()
   config.device_filters.extend(filters)
-  if shared_machine.tasks_share_machine(os.environ):
+  if (shared_machine.tasks_share_machine(os.environ) or shared_machine.tasks_share_host(
+      role.cluster_spec.as_dict(), role.task_type, role.task_id)):
     config.experimental.disable_thread_spinning = True
   return config
 

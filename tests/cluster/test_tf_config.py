@@ -214,6 +214,27 @@ def test_tasks_sharing_a_machine_run_without_thread_spinning(monkeypatch, task_t
   assert not run_config(monkeypatch, tf_config).session_config.experimental.disable_thread_spinning
 
 
+@pytest.mark.parametrize("cluster, task_type, shares", [
+    ({"chief": ["h0:1"], "worker": ["h0:2"], "ps": ["h3:1"]}, "worker", True),
+    ({"chief": ["h0:1"], "worker": ["h0:2"], "ps": ["h3:1"]}, "ps", False),
+    # The loopback's names are one host; no name is resolved.
+    ({"chief": ["localhost:1"], "ps": ["127.0.0.1:2"]}, "ps", True),
+    ({"chief": ["[::1]:1"], "ps": ["localhost:2"]}, "chief", True),
+    (CLUSTER, "chief", False),
+])
+def test_tasks_that_tf_config_puts_on_one_host_run_without_thread_spinning(
+    monkeypatch, cluster, task_type, shares):
+  # Several tasks on one host share its cores, as under the launcher.
+  monkeypatch.delenv(shared_machine.ENV, raising=False)
+  config = run_config(monkeypatch, {"cluster": cluster, "task": {"type": task_type, "index": 0}})
+  assert config.session_config.experimental.disable_thread_spinning == shares
+  expected = est.run_config.get_default_session_config()
+  expected.device_filters.extend(config.session_config.device_filters)
+  if shares:
+    expected.experimental.disable_thread_spinning = True
+  assert config.session_config == expected  # else tf.estimator's, exactly
+
+
 def test_cluster_session_config_none_for_evaluator_given_one_or_strategy(monkeypatch):
   evaluator = run_config(monkeypatch, {"cluster": CLUSTER,
                                        "task": {"type": "evaluator", "index": 0}})
