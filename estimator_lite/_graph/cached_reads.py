@@ -74,14 +74,16 @@ def cache_reads(body: tf.Graph, train_op: tf.Operation, step_fetches: List[objec
   """
   captured = placement.captured_ops(body)
   step = placement.step_ops(body, step_fetches)
-  reads: Dict[tf.Operation, List[tf.Operation]] = {}
+  # One copy a variable and trainer, however many reads the step makes.
+  reads: Dict[Tuple[tf.Operation, str], List[tf.Operation]] = {}
   for op in body.get_operations():
     if op.type == "ReadVariableOp" and op in step and _cacheable(op, captured):
-      reads.setdefault(op.inputs[0].op, []).append(op)
+      trainer = _remote_uses(op, captured)[0][2]
+      reads.setdefault((op.inputs[0].op, trainer), []).append(op)
   refreshes, fills = [], []
-  for handle, handle_reads in reads.items():
-    refresh, fill = _cache(body, captured[handle], handle.outputs[0], handle_reads, train_op,
-                           captured)
+  for (handle, trainer), handle_reads in reads.items():
+    refresh, fill = _cache(body, captured[handle], handle.outputs[0], trainer, handle_reads,
+                           train_op, captured)
     refreshes.append(refresh)
     fills.append(fill)
   return CachedReads(tuple(refreshes), tuple(fills))
@@ -108,12 +110,11 @@ def _cacheable(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) -> b
           and packed_transfers.packable(read.outputs[0], known_values_travel=True))
 
 
-def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor,
+def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor, trainer: str,
            reads: List[tf.Operation], train_op: tf.Operation,
            captured: Dict[tf.Operation, tf.Tensor]) -> Tuple[tf.Operation, tf.Operation]:
-  """Reads `variable` (an outer handle) from a copy on its users' task; returns (refresh, fill)."""
+  """Gives `reads` of `variable` (an outer handle) a copy on `trainer`; returns (refresh, fill)."""
   value = reads[0].outputs[0]
-  trainer = _remote_uses(reads[0], captured)[0][2]
   outer = body.outer_graph
   # The copy and its first fill live in the outer graph, outside any control
   # dependency or device scope of the loop's.
