@@ -12,6 +12,9 @@ Everything here is generic so any test module can use it:
   tf.compat.v1.logging (the "tensorflow" Python logger) at INFO.
 * `run_python`: runs a Python program in a fresh interpreter (its own
   process) with this checkout importable, with a timeout.
+* `ps_and_worker`: a ps and a worker server in this process, on free ports
+  from the OS (one pair for the whole run: TensorFlow cannot stop an
+  in-process server).
 """
 import logging
 import os
@@ -26,6 +29,7 @@ import pytest
 _USER_LEGACY_KERAS = os.environ.get("TF_USE_LEGACY_KERAS")
 
 import estimator_lite as est  # pylint: disable=g-bad-import-order
+from estimator_lite import launch  # pylint: disable=g-bad-import-order
 import tensorflow as tf  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -207,3 +211,14 @@ def one_weight_model_fn(features, labels, mode):
 def one_weight_input_fn():
   """The two examples (x = 1, y = 2) and (x = 2, y = 4) as one batch, repeated forever."""
   return tf.data.Dataset.from_tensors(({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])).repeat()
+
+
+@pytest.fixture(scope="session")
+def ps_and_worker():
+  """(ClusterSpec, worker server, ps server) of jobs "worker" and "ps", one task each."""
+  ps_port, worker_port = launch.free_ports(2, "127.0.0.1")
+  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ps_port}"],
+                               "worker": [f"127.0.0.1:{worker_port}"]})
+  ps = tf.distribute.Server(spec, job_name="ps", task_index=0)
+  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
+  return spec, worker, ps

@@ -4,7 +4,7 @@ RunConfig(steps_per_loop=K)'s loop body is rewritten (cached_reads.py, then
 packed_transfers.py) so that an iteration reads its variables from a copy on
 the trainer, refreshed by the values the ps sends back after the update, in
 one message with everything else the ps sends. Real servers (a ps and a
-worker, in this process: conftest.py) run it. What the worker receives is
+worker, in this process: tests/conftest.py) run it. What the worker receives is
 counted from the step stats of a traced run (each `RecvTensor` it records is
 one tensor it received from the ps, one RPC), what the ps receives from its
 partition graph (each `_Recv` fed from the worker).
@@ -126,8 +126,8 @@ def _messages(spec, worker, *, pack, stop_at_global_step):
 
 
 @pytest.mark.parametrize("stop_at_global_step", [False, True], ids=["one_trainer", "shared"])
-def test_loop_iterations_train_bit_for_bit_as_one_step_a_run(cluster, stop_at_global_step):
-  spec, worker, _ = cluster
+def test_loop_iterations_train_bit_for_bit_as_one_step_a_run(ps_and_worker, stop_at_global_step):
+  spec, worker, _ = ps_and_worker
   # Three loops of 5: 15 steps, or 12 where the loop ends at the last step.
   steps = 12 if stop_at_global_step else 15
   loop_args = dict(stop_at_global_step=stop_at_global_step, steps_per_loop=5, last_step=12,
@@ -147,8 +147,8 @@ def test_loop_iterations_train_bit_for_bit_as_one_step_a_run(cluster, stop_at_gl
 
 
 @pytest.mark.parametrize("stop_at_global_step", [False, True], ids=["one_trainer", "shared"])
-def test_an_iteration_receives_one_message_from_the_ps(cluster, stop_at_global_step):
-  spec, worker, _ = cluster
+def test_an_iteration_receives_one_message_from_the_ps(ps_and_worker, stop_at_global_step):
+  spec, worker, _ = ps_and_worker
   plain_received, plain_sent = _messages(spec, worker, pack=False,
                                          stop_at_global_step=stop_at_global_step)
   cached_received, cached_sent = _messages(spec, worker, pack=True,
@@ -164,8 +164,8 @@ def test_an_iteration_receives_one_message_from_the_ps(cluster, stop_at_global_s
   assert plain_sent - cached_sent == 2, (plain_sent, cached_sent)
 
 
-def test_a_read_ordered_after_the_update_still_sees_the_update(cluster):
-  spec, worker, _ = cluster
+def test_a_read_ordered_after_the_update_still_sees_the_update(ps_and_worker):
+  spec, worker, _ = ps_and_worker
   loop_args = dict(stop_at_global_step=False, read_after_update=True, runs=3)
   stepwise, _ = _train(spec, worker, pack=False, steps_per_loop=1,
                        **dict(loop_args, runs=15))

@@ -1,7 +1,7 @@
 """pack_transfers: a training step's small cross-task tensors travel as one message each way.
 
 Real servers (a ps and a worker, in this process, on free ports from the OS:
-conftest.py) run the step; RunMetadata's partition graphs show what crosses
+tests/conftest.py) run the step; RunMetadata's partition graphs show what crosses
 between the tasks (each `_Recv` fed from the other task is one RecvTensor RPC
 a step). tests/graph/test_cached_reads.py covers the in-graph loop's body.
 """
@@ -91,8 +91,8 @@ def _train(spec, worker, *, pack, steps=5, read_after_update=False, resource=Tru
 
 
 @pytest.mark.parametrize("resource", [True, False], ids=["resource", "ref"])
-def test_a_step_sends_one_message_each_way_and_trains_bit_for_bit_as_before(cluster, resource):
-  spec, worker, _ = cluster
+def test_a_step_sends_one_message_each_way_and_trains_bit_for_bit_as_before(ps_and_worker, resource):
+  spec, worker, _ = ps_and_worker
   plain_results, plain_values, plain_receives, _ = _train(
       spec, worker, pack=False, resource=resource)
   packed_results, packed_values, packed_receives, packets = _train(
@@ -122,8 +122,8 @@ def test_a_step_sends_one_message_each_way_and_trains_bit_for_bit_as_before(clus
         link, plain_receives, packed_receives)
 
 
-def test_a_read_ordered_after_the_update_is_not_packed_and_the_step_runs(cluster):
-  spec, worker, _ = cluster
+def test_a_read_ordered_after_the_update_is_not_packed_and_the_step_runs(ps_and_worker):
+  spec, worker, _ = ps_and_worker
   plain_results, plain_values, _, _ = _train(spec, worker, pack=False, read_after_update=True)
   packed_results, packed_values, _, packets = _train(
       spec, worker, pack=True, read_after_update=True)
