@@ -41,7 +41,8 @@ from estimator_lite._graph import placement
 from estimator_lite._util import tf_internals
 
 _SCOPE = "cached_reads"
-_CPU = "/device:CPU:0"
+# (consumer, input index, consumer's task): a use of a read on another task.
+_Use = Tuple[tf.Operation, int, str]
 
 
 @attrs.frozen
@@ -75,22 +76,22 @@ def cache_reads(body: tf.Graph, train_op: tf.Operation, step_fetches: List[objec
   captured = placement.captured_ops(body)
   step = placement.step_ops(body, step_fetches)
   # One copy a variable and trainer, however many reads the step makes.
-  reads: Dict[Tuple[tf.Operation, str], List[tf.Operation]] = {}
+  uses_by_copy: Dict[Tuple[tf.Operation, str], List[_Use]] = {}
   for op in body.get_operations():
-    if op.type == "ReadVariableOp" and op in step and _cacheable(op, captured):
-      trainer = _remote_uses(op, captured)[0][2]
-      reads.setdefault((op.inputs[0].op, trainer), []).append(op)
+    if op.type != "ReadVariableOp" or op not in step:
+      continue
+    uses = _remote_uses(op, captured)
+    if _cacheable(op, uses, captured):
+      uses_by_copy.setdefault((op.inputs[0].op, uses[0][2]), []).extend(uses)
   refreshes, fills = [], []
-  for (handle, trainer), handle_reads in reads.items():
-    refresh, fill = _cache(body, captured[handle], handle.outputs[0], trainer, handle_reads,
-                           train_op, captured)
+  for (handle, trainer), uses in uses_by_copy.items():
+    refresh, fill = _cache(body, captured[handle], handle.outputs[0], trainer, uses, train_op)
     refreshes.append(refresh)
     fills.append(fill)
   return CachedReads(tuple(refreshes), tuple(fills))
 
 
-def _remote_uses(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor],
-                 ) -> List[Tuple[tf.Operation, int, str]]:
+def _remote_uses(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) -> List[_Use]:
   """(consumer, input index, consumer's task) for each use of `read` on another task."""
   home = placement.task(placement.placed_on(read, captured))
   uses = []
@@ -102,8 +103,8 @@ def _remote_uses(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor],
   return uses
 
 
-def _cacheable(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) -> bool:
-  uses = _remote_uses(read, captured)
+def _cacheable(read: tf.Operation, uses: List[_Use],
+               captured: Dict[tf.Operation, tf.Tensor]) -> bool:
   return (read.inputs[0].op in captured and not read.control_inputs
           and placement.task(placement.placed_on(read, captured)) is not None
           and len({destination for _, _, destination in uses}) == 1
@@ -111,16 +112,18 @@ def _cacheable(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) -> b
 
 
 def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor, trainer: str,
-           reads: List[tf.Operation], train_op: tf.Operation,
-           captured: Dict[tf.Operation, tf.Tensor]) -> Tuple[tf.Operation, tf.Operation]:
-  """Gives `reads` of `variable` (an outer handle) a copy on `trainer`; returns (refresh, fill)."""
-  value = reads[0].outputs[0]
+           uses: List[_Use], train_op: tf.Operation) -> Tuple[tf.Operation, tf.Operation]:
+  """Gives `uses` of reads of `variable` (an outer handle) a copy on `trainer`.
+
+  Returns (refresh, fill).
+  """
+  value = uses[0][0].inputs[uses[0][1]]  # the read's value, as its first use takes it
   outer = body.outer_graph
   # The copy and its first fill live in the outer graph, outside any control
   # dependency or device scope of the loop's.
   with outer.as_default(), outer.control_dependencies(None), outer.name_scope(None), \
       outer.name_scope(_SCOPE):
-    with outer.device(None), outer.device(trainer + _CPU):
+    with outer.device(None), outer.device(placement.cpu_of(trainer)):
       # Named after the variable: a trainer's copies are resources of its
       # own task, one per variable.
       copy = tf.raw_ops.VarHandleOp(dtype=value.dtype, shape=value.shape,
@@ -128,19 +131,18 @@ def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor, trainer:
                                         f"{_SCOPE}/{variable.op.name}", mark_as_used=True))
     with outer.device(None):
       current = tf.raw_ops.ReadVariableOp(resource=variable, dtype=value.dtype)
-    with outer.device(None), outer.device(trainer + _CPU):
+    with outer.device(None), outer.device(placement.cpu_of(trainer)):
       fill = tf.raw_ops.AssignVariableOp(resource=copy, value=current)
   with body.control_dependencies(None), tf.name_scope(_SCOPE):
-    with body.device(None), body.device(trainer + _CPU):
+    with body.device(None), body.device(placement.cpu_of(trainer)):
       cached = tf.raw_ops.ReadVariableOp(resource=copy, dtype=value.dtype)
-    for read in reads:
-      for consumer, index, _ in _remote_uses(read, captured):
-        tf_internals.replace_input(consumer, index, cached)
+    for consumer, index, _ in uses:
+      tf_internals.replace_input(consumer, index, cached)
     # Runs where the variable lives (a reader is placed with its resource).
     with body.device(None), body.control_dependencies([train_op]):
       updated = tf.raw_ops.ReadVariableOp(resource=body_handle, dtype=value.dtype)
     # After the iteration's reads of the copy: the copy keeps their values.
-    with body.device(None), body.device(trainer + _CPU), \
+    with body.device(None), body.device(placement.cpu_of(trainer)), \
         body.control_dependencies([cached.op]):
       refresh = tf.raw_ops.AssignVariableOp(resource=copy, value=updated)
   return refresh, fill

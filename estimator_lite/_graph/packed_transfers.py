@@ -53,7 +53,6 @@ _PACKABLE_DTYPES = frozenset([
 # packing would add a copy of them on the sending side.
 _MAX_PACKED_BYTES = 256 * 1024
 _SCOPE = "packed_transfers"
-_CPU = "/device:CPU:0"
 
 
 @attrs.frozen
@@ -194,9 +193,9 @@ def _pack(graph: tf.Graph, source: str, destination: str, tensors: List[tf.Tenso
   # alone. On each task's CPU: a worker's GPUs share one packet, whose bytes
   # pass through host memory on their way anyway.
   with graph.as_default(), tf.control_dependencies(None), tf.name_scope(_SCOPE):
-    with graph.device(None), graph.device(source + _CPU):
+    with graph.device(None), graph.device(placement.cpu_of(source)):
       packed = tf.concat([_to_bytes(t) for t in tensors], axis=0)
-    with graph.device(None), graph.device(destination + _CPU):
+    with graph.device(None), graph.device(placement.cpu_of(destination)):
       parts = tf.split(packed, [_size_in_bytes(t) for t in tensors])
       unpacked = {t.ref(): _from_bytes(part, t) for t, part in zip(tensors, parts)}
   for tensor, consumer, index in edges:

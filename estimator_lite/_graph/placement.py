@@ -45,6 +45,11 @@ def task(device: str) -> Optional[str]:
   return f"/job:{spec.job}{replica}/task:{spec.task or 0}"
 
 
+def cpu_of(task_name: str) -> str:
+  """The CPU device of a task ("/job:ps/task:0" -> "/job:ps/task:0/device:CPU:0")."""
+  return task_name + "/device:CPU:0"
+
+
 def step_ops(graph: tf.Graph, fetches: Iterable[object]) -> Set[tf.Operation]:
   """The ops a Session.run of `fetches` runs: them and all they need (data and control)."""
   seen: Set[tf.Operation] = set()
