@@ -42,9 +42,12 @@ the chief also records the global step, every 100 runs (every run with
 steps_per_loop > 1). Once every trainer has made its first 20 runs, and 2 s
 more, a window of --secs seconds starts; global steps/s is the chief's global
 step over that window. CPU seconds of all the cluster's processes over the
-window, per global step, and each process's peak RSS (VmHWM, read just before
-it is stopped) are recorded too. Rounds interleave the systems, each round in
-another order; a figure is the median over rounds [min-max].
+window, per global step (and each process's own), and each process's peak RSS
+(VmHWM, read just before it is stopped) are recorded too. Rounds interleave
+the systems, each round in another order; a figure is the median over rounds
+[min-max]. A target's ratio is that of the two medians; beside it, the ratio
+within each round (the two systems ran minutes apart), whose spread shows how
+far the machine's drift moves it.
 
 Output: a JSON file (--out, default benchmarks/ps_cluster.json) and markdown
 tables on stdout (and --report, a file to write them to).
@@ -413,9 +416,12 @@ def measure(system: str, cluster: str, args: argparse.Namespace, pythons: Dict[b
   cpu = sum(cpu_end[n] - cpu_start[n] for n in pids
             if cpu_end[n] is not None and cpu_start[n] is not None)
   runs = {n: sum(start <= t <= end for t in c.results(n)["runs"]) for n in trainer_names}
+  by_task = {n: round(1e6 * (cpu_end[n] - cpu_start[n]) / (end - start) / steps_per_sec)
+             for n in pids if steps_per_sec and cpu_end[n] is not None
+             and cpu_start[n] is not None}
   return dict(system=system, cluster=cluster, steps_per_sec=steps_per_sec,
               cpu_cores=cpu / (end - start), cpu_us_per_step=1e6 * cpu / (end - start) /
-              steps_per_sec if steps_per_sec else None,
+              steps_per_sec if steps_per_sec else None, cpu_us_per_step_by_task=by_task,
               runs_in_window=runs, peak_rss_mb=rss, dir=directory)
 
 
@@ -447,6 +453,22 @@ def _role_rss(results: List[Dict[str, Any]], system: str, role: str) -> Optional
   return statistics.median(values) if values else None
 
 
+def _role_cpu(result: Dict[str, Any], role: str) -> Optional[float]:
+  """A role's CPU a global step in one measurement (workers: their mean)."""
+  mine = [v for n, v in result["cpu_us_per_step_by_task"].items()
+          if n.rstrip("0123456789") == role]
+  return statistics.mean(mine) if mine else None
+
+
+def _round_ratios(results: List[Dict[str, Any]], a: str, b: str, cluster: str) -> List[float]:
+  """A / B in global steps/s, round by round: the two ran minutes apart, on the same machine."""
+  by_round: Dict[Any, Dict[str, float]] = {}
+  for r in results:
+    if r["cluster"] == cluster and r["system"] in (a, b) and "round" in r:
+      by_round.setdefault(r["round"], {})[r["system"]] = r["steps_per_sec"]
+  return [pair[a] / pair[b] for pair in by_round.values() if a in pair and b in pair and pair[b]]
+
+
 def report(data: Dict[str, Any]) -> str:
   """The markdown tables for a run's JSON."""
   results, clusters, systems = data["results"], data["clusters"], data["systems"]
@@ -473,7 +495,20 @@ def report(data: Dict[str, Any]) -> str:
                                 r["system"] == system and r["cluster"] == cluster for r in ok)
              else "—" for cluster in clusters]
     lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
-  lines += ["", "### Targets (medians)", "", "| target | cluster | ratio | met |", "|---|---|---|---|"]
+  lines += ["", "### CPU a global step by process, µs (median; a worker: the mean of the workers)",
+            "", "| system | " + " | ".join(f"{c}: ps / chief / a worker" for c in clusters) + " |",
+            "|---" * (len(clusters) + 1) + "|"]
+  for system in systems:
+    cells = []
+    for cluster in clusters:
+      mine = [r for r in ok if r["system"] == system and r["cluster"] == cluster
+              and r.get("cpu_us_per_step_by_task")]
+      cells.append(" / ".join(_median_range([_role_cpu(r, role) for r in mine]).split(" ")[0]
+                              if mine else "—" for role in ("ps", "chief", "worker")))
+    lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
+  lines += ["", "### Targets (ratio of the medians; each round's own ratio beside it)", "",
+            "| target | cluster | ratio | met | a round's ratio, median [min–max] |",
+            "|---|---|---|---|---|"]
   for kind, a, b, bound in TARGETS:
     for cluster in clusters:
       if not cluster.startswith(kind) or a not in systems or b not in systems:
@@ -481,8 +516,10 @@ def report(data: Dict[str, Any]) -> str:
       num, den = _median(ok, a, cluster, "steps_per_sec"), _median(ok, b, cluster, "steps_per_sec")
       ratio = num / den if num and den else None
       met = "—" if ratio is None else ("yes" if ratio >= bound else "**no**")
+      paired = _round_ratios(ok, a, b, cluster)
       lines.append(f"| {SYSTEMS[a][0]} ≥ {bound}× {SYSTEMS[b][0]} | {cluster} | "
-                   f"{'—' if ratio is None else f'{ratio:.2f}×'} | {met} |")
+                   f"{'—' if ratio is None else f'{ratio:.2f}×'} | {met} | "
+                   f"{_median_range(paired, '{:.2f}') if paired else '—'} |")
   floor_pairs = (("estimator_lite", "bare_tf221"), ("tf_estimator", "bare_tf215"),
                  ("estimator_lite", "estimator_lite_unpacked"),
                  ("estimator_lite", "estimator_lite_spinning"),
@@ -572,7 +609,9 @@ def main(argv: Optional[List[str]] = None) -> int:
           log("  failed: " + result["error"][:500])
         else:
           log(f"  {result['steps_per_sec']:.0f} global steps/s, "
-              f"{result['cpu_us_per_step']:.0f} µs CPU a step, runs {result['runs_in_window']}")
+              f"{result['cpu_us_per_step']:.0f} µs CPU a step "
+              f"{result['cpu_us_per_step_by_task']}, runs {result['runs_in_window']}")
+        result["round"] = round_index
         data["results"].append(result)
         with open(args.out, "w") as f:
           json.dump(data, f, indent=1)
