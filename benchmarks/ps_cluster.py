@@ -413,12 +413,15 @@ def measure(system: str, cluster: str, args: argparse.Namespace, pythons: Dict[b
     raise RuntimeError(f"the chief read the global step {len(samples)} times in the window")
   (t0, s0), (t1, s1) = samples[0], samples[-1]
   steps_per_sec = (s1 - s0) / (t1 - t0)
-  cpu = sum(cpu_end[n] - cpu_start[n] for n in pids
-            if cpu_end[n] is not None and cpu_start[n] is not None)
+  used: Dict[str, float] = {}  # CPU seconds each process used in the window
+  for name in pids:
+    before, after = cpu_start[name], cpu_end[name]
+    if before is not None and after is not None:
+      used[name] = after - before
+  cpu = sum(used.values())
   runs = {n: sum(start <= t <= end for t in c.results(n)["runs"]) for n in trainer_names}
-  by_task = {n: round(1e6 * (cpu_end[n] - cpu_start[n]) / (end - start) / steps_per_sec)
-             for n in pids if steps_per_sec and cpu_end[n] is not None
-             and cpu_start[n] is not None}
+  by_task = {n: round(1e6 * secs / (end - start) / steps_per_sec)
+             for n, secs in used.items() if steps_per_sec}
   return dict(system=system, cluster=cluster, steps_per_sec=steps_per_sec,
               cpu_cores=cpu / (end - start), cpu_us_per_step=1e6 * cpu / (end - start) /
               steps_per_sec if steps_per_sec else None, cpu_us_per_step_by_task=by_task,
@@ -503,8 +506,9 @@ def report(data: Dict[str, Any]) -> str:
     for cluster in clusters:
       mine = [r for r in ok if r["system"] == system and r["cluster"] == cluster
               and r.get("cpu_us_per_step_by_task")]
-      cells.append(" / ".join(_median_range([_role_cpu(r, role) for r in mine]).split(" ")[0]
-                              if mine else "—" for role in ("ps", "chief", "worker")))
+      per_role = [[v for v in (_role_cpu(r, role) for r in mine) if v is not None]
+                  for role in ("ps", "chief", "worker")]
+      cells.append(" / ".join(f"{statistics.median(v):.0f}" if v else "—" for v in per_role))
     lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
   lines += ["", "### Targets (ratio of the medians; each round's own ratio beside it)", "",
             "| target | cluster | ratio | met | a round's ratio, median [min–max] |",
@@ -537,9 +541,9 @@ def report(data: Dict[str, Any]) -> str:
   lines += ["", "### Peak RSS a role, MB (median over every run of the system)", "",
             "| system | ps | chief | worker (largest) |", "|---|---|---|---|"]
   for system in systems:
-    cells = [_role_rss(ok, system, role) for role in ("ps", "chief", "worker")]
+    rss = [_role_rss(ok, system, role) for role in ("ps", "chief", "worker")]
     lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(
-        "—" if v is None else f"{v:.0f}" for v in cells) + " |")
+        "—" if v is None else f"{v:.0f}" for v in rss) + " |")
   for a, b in (("estimator_lite", "tf_estimator"), ("estimator_lite", "bare_tf221")):
     if a in systems and b in systems:
       ratios = []
