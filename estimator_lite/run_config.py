@@ -248,11 +248,12 @@ class RunConfig:
     pack_ps_transfers: keyword-only, estimator_lite's own: on a cluster,
       send the small tensors that a training step moves between two tasks
       (variable reads from a ps, gradients to it) as one message each way
-      instead of one message a tensor; with steps_per_loop > 1, each
-      iteration's, and each iteration reads the variables from a copy on
-      the trainer that the values sent back after the previous update
-      refresh. Values are unchanged; False sends each tensor alone, as
-      tf.estimator did. See README, "Run on a cluster" and
+      instead of one message a tensor, and make a small constant that one
+      task makes and another uses (a learning rate) on both; with
+      steps_per_loop > 1, each iteration's, and each iteration reads the
+      variables from a copy on the trainer that the values sent back after
+      the previous update refresh. Values are unchanged; False sends each
+      tensor alone, as tf.estimator did. See README, "Run on a cluster" and
       "steps_per_loop".
 
   Raises:

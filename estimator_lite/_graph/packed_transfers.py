@@ -18,17 +18,29 @@ The in-graph loop of RunConfig(steps_per_loop=K) packs its body the same
 way, before the loop is made of it (`loop_body=True`): each iteration then
 sends one message each way too.
 
+A constant made on one task and used on another is a message of its own
+every step too: TensorFlow copies no constant from task to task. An
+optimizer's learning rate is one (the optimizer makes it on the worker, the
+update uses it on the ps). Outside a loop body each such constant is made
+again on the device that uses it, and nothing is sent.
+
 Left alone: tensors of unknown shape (an embedding lookup's rows, a sparse
 gradient), over _MAX_PACKED_BYTES, of types with no bytes to cast to
-(strings, bools, resources); outside a loop body, values known when the graph
-is built (constants, static shapes), which the partition graphs show cost no
-message a step; ops inside v1 control flow (a v1 tf.cond or tf.while_loop of
-the model's); a loop body's captured tensors, which enter the loop once; and
-every edge outside the step (`step_fetches` and what they need): an
-initializer, a summary or a checkpoint save runs in a Session.run of its own
-and must not wait for reads of variables that may not be initialised yet. A
-tensor is not packed where that would make a cycle: where it is computed
-after one of the packet's consumers (a read ordered after an update).
+(strings, bools, resources); outside a loop body, other values known when the
+graph is built (static shapes computed from constants), which Grappler folds
+into a constant where they are used; ops inside v1 control flow (a v1
+tf.cond or tf.while_loop of the model's); a loop body's captured tensors,
+which enter the loop once; and every edge outside the step (`step_fetches`
+and what they need): an initializer, a summary or a checkpoint save runs in a
+Session.run of its own and must not wait for reads of variables that may not
+be initialised yet. A constant that waits for something (made under
+tf.control_dependencies) keeps its wait, and is sent.
+
+Where a tensor is computed after one of the packet's consumers, packing it
+with the others would make the step wait for itself: a gradient that follows
+from the rows an embedding lookup on the ps returned for ids the worker
+sent, or a read ordered after an update. Such tensors travel in a later
+packet of the same two tasks, a second message in the step.
 
 Grappler optimizes the new graph as it did the old, except around the new
 ops: a model that computes on constants may see arithmetic regrouped there,
@@ -53,6 +65,7 @@ _PACKABLE_DTYPES = frozenset([
 # packing would add a copy of them on the sending side.
 _MAX_PACKED_BYTES = 256 * 1024
 _SCOPE = "packed_transfers"
+_COPIES_SCOPE = "copied_constants"
 
 
 @attrs.frozen
@@ -96,25 +109,33 @@ def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object], *,
   step = placement.step_ops(graph, step_fetches)
   captured = placement.captured_ops(graph)
   groups: Dict[Tuple[str, str], List[_Edge]] = collections.defaultdict(list)
+  constants: Dict[Tuple[object, str], List[_Edge]] = collections.defaultdict(list)
   for op in graph.get_operations():
     if op not in step or tf_internals.in_control_flow(op):
       continue
-    destination = placement.task(placement.placed_on(op, captured))
+    device = placement.placed_on(op, captured)
+    destination = placement.task(device)
     for index, tensor in enumerate(op.inputs):
       source = placement.task(placement.placed_on(tensor.op, captured))
-      if (source and destination and source != destination
-          and packable(tensor, known_values_travel=loop_body)
-          and tensor.op not in captured and not tf_internals.in_control_flow(tensor.op)):
+      if (not source or not destination or source == destination or tensor.op in captured
+          or tf_internals.in_control_flow(tensor.op)):
+        continue
+      if not loop_body and _copyable_constant(tensor):
+        constants[(tensor.ref(), device)].append((tensor, op, index))
+      elif packable(tensor, known_values_travel=loop_body):
         groups[(source, destination)].append((tensor, op, index))
+  for (_, device), edges in constants.items():
+    _copy_constant(graph, device, edges)
   packets = []
-  for (source, destination), edges in groups.items():
-    edges = _without_cycles(graph, edges)
-    # By reference: a function graph's tensors cannot be hashed.
-    tensors = [ref.deref() for ref in dict.fromkeys(tensor.ref() for tensor, _, _ in edges)]
-    if len(tensors) < 2:
-      continue
-    _pack(graph, source, destination, tensors, edges)
-    packets.append(Packet(source, destination, tuple(t.name for t in tensors)))
+  for (source, destination), pending in groups.items():
+    while pending:
+      edges, pending = _first_wave(graph, pending)
+      # By reference: a function graph's tensors cannot be hashed.
+      tensors = [ref.deref() for ref in dict.fromkeys(tensor.ref() for tensor, _, _ in edges)]
+      if len(tensors) < 2:
+        continue
+      _pack(graph, source, destination, tensors, edges)
+      packets.append(Packet(source, destination, tuple(t.name for t in tensors)))
   return packets
 
 
@@ -136,6 +157,29 @@ def packable(tensor: tf.Tensor, known_values_travel: bool) -> bool:
           and (known_values_travel or tf.get_static_value(tensor) is None))
 
 
+def _copyable_constant(tensor: tf.Tensor) -> bool:
+  """Whether `tensor` is a small constant that its consumer's task can make itself.
+
+  A constant placed on one task and used on another (an optimizer's learning
+  rate, made on the worker and used by the update on the ps) is sent every
+  step, a message of its own: TensorFlow copies no constant across tasks.
+  """
+  return (tensor.op.type == "Const" and not tensor.op.control_inputs
+          and tensor.dtype in _PACKABLE_DTYPES | {tf.bool}
+          and tensor.shape.is_fully_defined() and _size_in_bytes(tensor) <= _MAX_PACKED_BYTES)
+
+
+def _copy_constant(graph: tf.Graph, device: str, edges: List[_Edge]) -> None:
+  """Gives the consumers in `edges`, all on `device`, a copy of their constant made there."""
+  tensor = edges[0][0]
+  with graph.as_default(), tf.control_dependencies(None), tf.name_scope(_COPIES_SCOPE):
+    with graph.device(None), graph.device(device):
+      copy = tf.constant(tf.get_static_value(tensor), dtype=tensor.dtype,
+                         name=tensor.op.name.rsplit("/", 1)[-1])
+  for _, consumer, index in edges:
+    tf_internals.replace_input(consumer, index, copy)
+
+
 def _size_in_bytes(tensor: tf.Tensor) -> int:
   return tensor.shape.num_elements() * tensor.dtype.size
 
@@ -150,14 +194,18 @@ def _successors(graph: tf.Graph) -> Dict[tf.Operation, List[tf.Operation]]:
   return successors
 
 
-def _without_cycles(graph: tf.Graph, edges: List[_Edge]) -> List[_Edge]:
-  """`edges` less those whose tensor runs after one of the others' consumers.
+def _first_wave(graph: tf.Graph, edges: List[_Edge]) -> Tuple[List[_Edge], List[_Edge]]:
+  """(`edges` that can travel as one packet, the rest): the rest run after a consumer.
 
   Packing makes every consumer wait for every tensor of the packet; a tensor
-  produced downstream of a consumer would then wait for itself. The graph is
-  read afresh for each packet: an earlier packet's ops are paths too.
+  produced downstream of a consumer would then wait for itself. An embedding
+  lookup on the ps takes the ids the worker computed, and the gradients
+  follow from the rows it returns: the ids go first, the gradients in a
+  later packet. The first wave is never empty (the graph has no cycle). The
+  graph is read afresh for each packet: an earlier packet's ops are paths too.
   """
   successors = _successors(graph)
+  later: List[_Edge] = []
   while True:
     downstream: Set[tf.Operation] = set()
     pending = [consumer for _, consumer, _ in edges]
@@ -167,10 +215,11 @@ def _without_cycles(graph: tf.Graph, edges: List[_Edge]) -> List[_Edge]:
         continue
       downstream.add(op)
       pending.extend(successors.get(op, ()))
-    kept = [edge for edge in edges if edge[0].op not in downstream]
-    if len(kept) == len(edges):
-      return edges
-    edges = kept
+    first = [edge for edge in edges if edge[0].op not in downstream]
+    later += [edge for edge in edges if edge[0].op in downstream]
+    if len(first) == len(edges):
+      return edges, later
+    edges = first
 
 
 def _to_bytes(tensor: tf.Tensor) -> tf.Tensor:

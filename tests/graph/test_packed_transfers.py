@@ -59,8 +59,8 @@ def _build(spec, *, pack, read_after_update=False, resource=True):
 
 
 def _cross_task_receives(run_metadata):
-  """{(from task, to task): number of tensors a step receives from the other task}."""
-  counts = {}
+  """{(from task, to task): the tensors a step receives from the other task, by edge name}."""
+  received = {}
   for partition in run_metadata.partition_graphs:
     for node in partition.node:
       if node.op != "_Recv" or node.attr["client_terminated"].b:
@@ -70,8 +70,9 @@ def _cross_task_receives(run_metadata):
       source, destination = [d.split("/device:")[0].replace("/replica:0", "")
                              for d in (sender, receiver)]
       if source != destination:
-        counts[(source, destination)] = counts.get((source, destination), 0) + 1
-  return counts
+        received.setdefault((source, destination), []).append(
+            node.attr["tensor_name"].s.decode())
+  return received
 
 
 def _train(spec, worker, *, pack, steps=5, read_after_update=False, resource=True):
@@ -107,19 +108,26 @@ def test_a_step_sends_one_message_each_way_and_trains_bit_for_bit_as_before(ps_a
 
   # To the worker: the reads of the kernel, the bias and the global step; to
   # the ps: the two dense gradients. The embedding's rows and its sparse
-  # gradient (shapes known only at run time) travel alone; constants (the
-  # learning rate) TensorFlow copies over once.
+  # gradient (shapes known only at run time) travel alone.
   assert [(p.source, p.destination) for p in packets] == [(PS, WORKER), (WORKER, PS)], packets
   to_worker, to_ps = packets
   assert len(to_worker.tensors) == 3 and len(to_ps.tensors) == 2, packets
   assert any(name.startswith("global_step/") for name in to_worker.tensors), packets
   assert not any(name.startswith("embedding_lookup") or "Unique" in name
                  for packet in packets for name in packet.tensors), packets
+  # The learning rate, a constant made on the worker, was sent to the ps every
+  # step; now the ps has a copy of its own.
+  def learning_rates(receives):
+    return [name for name in receives[(WORKER, PS)] if name.endswith("/learning_rate")]
+  assert len(learning_rates(plain_receives)) == 1, plain_receives
+  assert learning_rates(packed_receives) == [], packed_receives
   # Each packet of n tensors is one message a step where there were n.
+  copied = {(WORKER, PS): 1, (PS, WORKER): 0}
   for packet in packets:
     link = (packet.source, packet.destination)
-    assert packed_receives[link] == plain_receives[link] - (len(packet.tensors) - 1), (
-        link, plain_receives, packed_receives)
+    assert (len(packed_receives[link]) ==
+            len(plain_receives[link]) - (len(packet.tensors) - 1) - copied[link]), (
+                link, plain_receives, packed_receives)
 
 
 def test_a_read_ordered_after_the_update_is_not_packed_and_the_step_runs(ps_and_worker):
@@ -146,3 +154,57 @@ def test_a_graph_on_one_task_is_left_as_it_is():
   before = len(graph.get_operations())
   assert packed_transfers.pack_transfers(graph, [train_op, loss]) == []
   assert len(graph.get_operations()) == before
+
+
+def _train_lookup(spec, worker, *, pack, steps=4):
+  """An embedding looked up on the ps with ids the worker's input computes, and dense layers.
+
+  Returns (variables after `steps` steps, cross-task receives of the last step, packets).
+  """
+  graph = tf.Graph()
+  device_fn = v1.train.replica_device_setter(ps_tasks=1, worker_device=WORKER,
+                                            merge_devices=True, cluster=spec)
+  with graph.as_default(), graph.device(device_fn):
+    step = v1.train.get_or_create_global_step()
+    x, ids, y = v1.data.make_one_shot_iterator(tf.data.Dataset.from_tensors((
+        np.linspace(-1.0, 1.0, 24, dtype=np.float32).reshape(8, 3),
+        np.arange(8, dtype=np.int64) % 5,
+        np.arange(8, dtype=np.float32).reshape(8, 1))).repeat()).get_next()
+    table = v1.get_variable("table", [5, 2], initializer=v1.constant_initializer(0.25))
+    kernel = v1.get_variable("kernel", [3, 1], initializer=v1.constant_initializer(0.5))
+    bias = v1.get_variable("bias", [1], initializer=v1.zeros_initializer())
+    rows = tf.nn.embedding_lookup(table, ids)  # on the ps, with the ids of this batch
+    prediction = tf.matmul(x, kernel) + bias + tf.reduce_sum(rows, axis=1, keepdims=True)
+    loss = tf.reduce_mean(tf.square(prediction - y))
+    train_op = v1.train.AdagradOptimizer(0.1).minimize(loss, global_step=step)
+    packets = packed_transfers.pack_transfers(graph, [train_op, loss]) if pack else []
+    init = v1.global_variables_initializer()
+  config = v1.ConfigProto(operation_timeout_in_ms=OPERATION_TIMEOUT_MS)
+  with v1.Session(worker.target, graph=graph, config=config) as session:
+    session.run(init)
+    for _ in range(steps):
+      metadata = v1.RunMetadata()
+      session.run(train_op, options=v1.RunOptions(output_partition_graphs=True),
+                  run_metadata=metadata)
+    values = session.run({"table": table, "kernel": kernel, "bias": bias})
+  return values, _cross_task_receives(metadata), packets
+
+
+def test_ids_for_a_lookup_on_the_ps_and_the_gradients_travel_in_two_packets(ps_and_worker):
+  spec, worker, _ = ps_and_worker
+  plain_values, plain_receives, _ = _train_lookup(spec, worker, pack=False)
+  packed_values, packed_receives, packets = _train_lookup(spec, worker, pack=True)
+  for name, value in plain_values.items():
+    np.testing.assert_array_equal(packed_values[name], value, err_msg=name)
+  # The gradients follow from the rows the ps looked up for the ids: one
+  # packet with the ids cannot carry them. Before: the ids (which the ps also
+  # takes as the table gradient's indices), the table gradient's values, the
+  # kernel's and the bias's gradients and the learning rate, each its own
+  # message; now the ids (with the gradient's indices, taken from them) in
+  # one packet, then the three gradients in another (the learning rate is
+  # made on the ps).
+  to_ps = [p for p in packets if p.destination == PS]
+  assert [len(p.tensors) for p in to_ps] == [2, 3], packets
+  assert to_ps[0].tensors[0].startswith("IteratorGetNext"), packets
+  assert len(plain_receives[(WORKER, PS)]) == 5, plain_receives
+  assert len(packed_receives[(WORKER, PS)]) == 2, packed_receives
