@@ -89,7 +89,7 @@ _Edge = Tuple[tf.Tensor, tf.Operation, int]
 
 def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object], *,
                    loop_body: bool = False) -> List[Packet]:
-  """Packs the step's cross-task tensors, a packet per pair of tasks.
+  """Packs the step's cross-task tensors, and copies its cross-task constants where used.
 
   Args:
     graph: the training graph, fully built (model_fn has run, hooks have not),
@@ -99,12 +99,15 @@ def pack_transfers(graph: tf.Graph, step_fetches: Iterable[object], *,
       (the train op, the loss, the global-step read), or that the loop body
       returns: the step is what they need.
     loop_body: `graph` is a loop body. Its values known when the graph is
-      built are packed too: the loop computes them each iteration, and each
-      that crosses tasks is a message an iteration. Tensors the body captures
-      from outside enter the loop once, and are left alone.
+      built are packed too, constants included (not copied): the loop
+      computes them each iteration, and each that crosses tasks is a message
+      an iteration. Tensors the body captures from outside enter the loop
+      once, and are left alone.
 
   Returns:
-    The packets made (pairs of tasks with two tensors or more to send).
+    The packets made: each carries two tensors or more from one task to
+    another; two tasks have a second packet where some of their tensors
+    follow from the first packet's consumers.
   """
   step = placement.step_ops(graph, step_fetches)
   captured = placement.captured_ops(graph)
