@@ -450,16 +450,21 @@ def _role_rss(results: List[Dict[str, Any]], system: str, role: str) -> Optional
   values = []
   for r in results:
     if r["system"] == system and r.get("peak_rss_mb"):
-      mine = [v for n, v in r["peak_rss_mb"].items() if n.rstrip("0123456789") == role and v]
+      mine = [v for n, v in r["peak_rss_mb"].items() if _role(n) == role and v]
       if mine:
         values.append(max(mine))
   return statistics.median(values) if values else None
 
 
+def _role(name: str) -> str:
+  """A process's role: "worker3" -> "worker"."""
+  return name.rstrip("0123456789")
+
+
 def _role_cpu(result: Dict[str, Any], role: str) -> Optional[float]:
   """A role's CPU a global step in one measurement (workers: their mean)."""
   mine = [v for n, v in result["cpu_us_per_step_by_task"].items()
-          if n.rstrip("0123456789") == role]
+          if _role(n) == role]
   return statistics.mean(mine) if mine else None
 
 

@@ -24,15 +24,16 @@ sys.path.insert(0, HERE)
 import ps_cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
 import ps_floor  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+_EE_OFF = ps_floor._EE_OFF_ALL  # pylint: disable=protected-access
 # name: (environment added to every task, what it is)
 VARIANTS: Dict[str, tuple] = {
-    "ee_off": ({"GRPC_EXPERIMENTS": ps_floor._EE_OFF_ALL},  # pylint: disable=protected-access
+    "ee_off": ({"GRPC_EXPERIMENTS": _EE_OFF},
                "GRPC_EXPERIMENTS with all seven EventEngine experiments off"),
     "interop2": ({"TF_NUM_INTEROP_THREADS": "2"}, "TF_NUM_INTEROP_THREADS=2"),
-    "ee_off_interop2": ({"GRPC_EXPERIMENTS": ps_floor._EE_OFF_ALL,  # pylint: disable=protected-access
+    "ee_off_interop2": ({"GRPC_EXPERIMENTS": _EE_OFF,
                          "TF_NUM_INTEROP_THREADS": "2"},
                         "EventEngine experiments off, TF_NUM_INTEROP_THREADS=2"),
-    "ee_off_cache1": ({"GRPC_EXPERIMENTS": ps_floor._EE_OFF_ALL,  # pylint: disable=protected-access
+    "ee_off_cache1": ({"GRPC_EXPERIMENTS": _EE_OFF,
                        "TF_GRPC_WORKER_CACHE_THREADS": "1"},
                       "EventEngine experiments off, TF_GRPC_WORKER_CACHE_THREADS=1"),
 }

@@ -155,8 +155,7 @@ def packable(tensor: tf.Tensor, known_values_travel: bool) -> bool:
   Returns:
     True where the tensor may be packed.
   """
-  return (tensor.dtype in _PACKABLE_DTYPES and tensor.shape.is_fully_defined()
-          and _size_in_bytes(tensor) <= _MAX_PACKED_BYTES
+  return (tensor.dtype in _PACKABLE_DTYPES and _small(tensor)
           and (known_values_travel or tf.get_static_value(tensor) is None))
 
 
@@ -168,8 +167,12 @@ def _copyable_constant(tensor: tf.Tensor) -> bool:
   step, a message of its own: TensorFlow copies no constant across tasks.
   """
   return (tensor.op.type == "Const" and not tensor.op.control_inputs
-          and tensor.dtype in _PACKABLE_DTYPES | {tf.bool}
-          and tensor.shape.is_fully_defined() and _size_in_bytes(tensor) <= _MAX_PACKED_BYTES)
+          and tensor.dtype in _PACKABLE_DTYPES | {tf.bool} and _small(tensor))
+
+
+def _small(tensor: tf.Tensor) -> bool:
+  """Of a shape known when the graph is built, and at most _MAX_PACKED_BYTES."""
+  return tensor.shape.is_fully_defined() and _size_in_bytes(tensor) <= _MAX_PACKED_BYTES
 
 
 def _copy_constant(graph: tf.Graph, device: str, edges: List[_Edge]) -> None:
