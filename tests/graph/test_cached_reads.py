@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from estimator_lite import launch
 from estimator_lite._graph import train_loop
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -23,8 +24,10 @@ WORKER, PS = "/job:worker/task:0", "/job:ps/task:0"
 OPERATION_TIMEOUT_MS = 30_000
 
 
-def _model_fn(x, y, read_after_update=False):
-  kernel = v1.get_variable("kernel", [3, 1], initializer=v1.constant_initializer(0.5))
+def _model_fn(x, y, read_after_update=False, partitioned=False):
+  # Partitioned: the kernel's rows in two parts, one on each ps where there are two.
+  kernel = v1.get_variable("kernel", [3, 1], initializer=v1.constant_initializer(0.5),
+                           partitioner=v1.fixed_size_partitioner(2) if partitioned else None)
   bias = v1.get_variable("bias", [1], initializer=v1.zeros_initializer())
   loss = tf.reduce_mean(tf.square(tf.matmul(x, kernel) + bias - y))
   train_op = v1.train.GradientDescentOptimizer(0.05).minimize(
@@ -41,15 +44,16 @@ def _model_fn(x, y, read_after_update=False):
 
 
 def _build(spec, *, pack, stop_at_global_step, steps_per_loop, last_step=None,
-           read_after_update=False):
-  """A linear model trained as Estimator places it on a ps cluster.
+           read_after_update=False, partitioned=False):
+  """A linear model trained as Estimator places it on a ps cluster (each of its ps tasks).
 
   steps_per_loop=1: one step a run, no loop. Returns (graph, train op, global
   step after a run, the TrainingLoop or None, init op, variables by name).
   """
   graph = tf.Graph()
-  device_fn = v1.train.replica_device_setter(ps_tasks=1, worker_device=WORKER,
-                                            merge_devices=True, cluster=spec)
+  device_fn = v1.train.replica_device_setter(ps_tasks=spec.num_tasks("ps"),
+                                            worker_device=WORKER, merge_devices=True,
+                                            cluster=spec)
   with graph.as_default(), graph.device(device_fn):
     v1.train.get_or_create_global_step()
     rng = np.random.RandomState(0)
@@ -58,7 +62,7 @@ def _build(spec, *, pack, stop_at_global_step, steps_per_loop, last_step=None,
         rng.randn(64, 1).astype(np.float32))).batch(4).repeat()).get_next
 
     def model_fn(x, y):
-      return _model_fn(x, y, read_after_update)
+      return _model_fn(x, y, read_after_update, partitioned)
 
     loop = None
     if steps_per_loop == 1:
@@ -73,6 +77,17 @@ def _build(spec, *, pack, stop_at_global_step, steps_per_loop, last_step=None,
     init = v1.global_variables_initializer()
     variables = {v.op.name: v for v in v1.global_variables()}
   return graph, train_op, step, loop, init, variables
+
+
+@pytest.fixture(scope="module")
+def two_ps_and_worker():
+  """(ClusterSpec, worker server, ps servers): a worker and two ps tasks, in this process."""
+  ports = launch.free_ports(3, "127.0.0.1")
+  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port}" for port in ports[:2]],
+                               "worker": [f"127.0.0.1:{ports[2]}"]})
+  servers = [tf.distribute.Server(spec, job_name="ps", task_index=index) for index in (0, 1)]
+  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
+  return spec, worker, servers
 
 
 def _session(worker, graph):
@@ -173,3 +188,23 @@ def test_a_read_ordered_after_the_update_still_sees_the_update(ps_and_worker):
   assert steps == [5, 10, 15]
   for name, value in stepwise.items():
     np.testing.assert_array_equal(cached[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("stop_at_global_step", [False, True], ids=["one_trainer", "shared"])
+def test_a_variable_partitioned_over_two_ps_trains_bit_for_bit_in_the_loop(
+    two_ps_and_worker, stop_at_global_step):
+  spec, worker, _ = two_ps_and_worker
+  steps = 12 if stop_at_global_step else 15
+  loop_args = dict(stop_at_global_step=stop_at_global_step, steps_per_loop=5, last_step=12,
+                   runs=3, partitioned=True)
+  stepwise, _ = _train(spec, worker, pack=False, stop_at_global_step=False, steps_per_loop=1,
+                       runs=steps, partitioned=True)
+  plain, _ = _train(spec, worker, pack=False, **loop_args)
+  cached, cached_steps = _train(spec, worker, pack=True, **loop_args)
+  # One part of the kernel on each ps: each part is read from its own copy,
+  # which what that ps sends back after its update refreshes.
+  assert {"kernel/part_0", "kernel/part_1"} <= stepwise.keys(), stepwise.keys()
+  for name, value in stepwise.items():
+    np.testing.assert_array_equal(plain[name], value, err_msg=name)
+    np.testing.assert_array_equal(cached[name], value, err_msg=name)
+  assert cached_steps == ([5, 10, 12] if stop_at_global_step else [5, 10, 15])
