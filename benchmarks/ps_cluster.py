@@ -4,6 +4,7 @@
     python benchmarks/ps_cluster.py --quick          # one round, shorter windows (~12 min)
     python benchmarks/ps_cluster.py --clusters async1,sync2 --systems estimator_lite,tf_estimator
     python benchmarks/ps_cluster.py --report-from benchmarks/ps_cluster.json
+    python benchmarks/ps_cluster.py --report-from a.json,b.json  # two runs' rounds together
 
 Each measurement is a fresh cluster on this machine: one ps, a chief and N
 workers, every task its own process on free localhost ports, talking gRPC.
@@ -477,6 +478,24 @@ def _round_ratios(results: List[Dict[str, Any]], a: str, b: str, cluster: str) -
   return [pair[a] / pair[b] for pair in by_round.values() if a in pair and b in pair and pair[b]]
 
 
+def pooled(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+  """Several runs' JSONs as one run of all their rounds (the same code, measured again).
+
+  Raises:
+    ValueError: the runs measured different models, windows, clusters or systems.
+  """
+  first, results, rounds = runs[0], [], 0
+  for run in runs:
+    for key in ("model", "secs", "clusters", "systems"):
+      if run[key] != first[key]:
+        raise ValueError(f"runs differ in {key}: {first[key]!r} and {run[key]!r}")
+    results += [dict(r, round=r["round"] + rounds) if "round" in r else r
+                for r in run["results"]]
+    rounds += run["rounds"]
+  return dict(first, rounds=rounds, results=results,
+              started=", ".join(run["started"] for run in runs))
+
+
 def report(data: Dict[str, Any]) -> str:
   """The markdown tables for a run's JSON."""
   results, clusters, systems = data["results"], data["clusters"], data["systems"]
@@ -578,12 +597,19 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument("--quick", action="store_true", help="one round of 6 s windows")
   parser.add_argument("--out", default=os.path.join(HERE, "ps_cluster.json"))
   parser.add_argument("--report", help="also write the tables to this file")
-  parser.add_argument("--report-from", help="print the tables of a saved JSON; run nothing")
+  parser.add_argument("--report-from", help="print the tables of a saved JSON; run nothing. "
+                      "Several, comma-separated: the tables of all their rounds together")
   parser.add_argument("--py-new", default=NEW_PYTHON)
   args = parser.parse_args(argv)
   if args.report_from:
-    with open(args.report_from) as f:
-      print(report(json.load(f)))
+    runs = []
+    for path in args.report_from.split(","):
+      with open(path) as f:
+        runs.append(json.load(f))
+    try:
+      print(report(pooled(runs)))
+    except ValueError as error:
+      parser.error(str(error))
     return 0
   if args.quick:
     args.rounds, args.secs = 1, 6.0

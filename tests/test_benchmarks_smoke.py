@@ -113,3 +113,9 @@ def test_ps_cluster_benchmark_measures_a_cluster_of_each_kind(tmp_path):
     assert all(rss > 100 for rss in result["peak_rss_mb"].values()), result
     assert all(runs > 0 for runs in result["runs_in_window"].values()), result
   assert "\n| estimator_lite / bare Session.run, TF 2.21 | " in proc.stdout, proc.stdout
+  # Two runs' rounds, pooled: the same measurements, twice as many rounds.
+  pooled = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "ps_cluster.py"), "--report-from",
+       f"{out},{out}"], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT, check=False)
+  assert pooled.returncode == 0, pooled.stderr[-3000:]
+  assert ", 2 round(s);" in pooled.stdout, pooled.stdout
