@@ -6,8 +6,8 @@
     python benchmarks/ps_cluster.py --report-from benchmarks/ps_cluster.json
     python benchmarks/ps_cluster.py --report-from a.json,b.json  # two runs' rounds together
 
-Each measurement is a fresh cluster on this machine: one ps, a chief and N
-workers, every task its own process on free localhost ports, talking gRPC.
+Each measurement is a fresh cluster on this machine: one ps (or two), a chief
+and N workers, every task its own process on free localhost ports, talking gRPC.
 The systems train the same graph (benchmarks/models.py, linear model unless
 --model says otherwise) and differ only in what runs it:
 
@@ -36,7 +36,10 @@ has made its first steps).
 
 Clusters: async1, async2, async4 (asynchronous training with 1, 2 and 4 workers
 besides the chief) and sync2 (SyncReplicasOptimizer aggregating the chief's and
-2 workers' gradients every step).
+2 workers' gradients every step), each with one ps; and, when --clusters names
+it, async2_ps2: async2 with two ps tasks, the variables spread over them
+(replica_device_setter's round robin). A figure "by process" for the ps is the
+mean of the ps tasks there, as it is for the workers.
 
 A measurement: the chief and the workers record when each Session.run returns;
 the chief also records the global step, every 100 runs (every run with
@@ -91,10 +94,13 @@ SYSTEMS: Dict[str, tuple] = {
     "bare_tf221": ("bare Session.run, TF 2.21", False, "bare", 1, False, False),
     "in_graph_tf221": ("in-graph loop of 100, TF 2.21", False, "bare", 100, False, False),
 }
-# name: (workers besides the chief, synchronous)
+# name: (workers besides the chief, synchronous, ps tasks)
 CLUSTERS: Dict[str, tuple] = {
-    "async1": (1, False), "async2": (2, False), "async4": (4, False), "sync2": (2, True),
+    "async1": (1, False, 1), "async2": (2, False, 1), "async4": (4, False, 1),
+    "sync2": (2, True, 1), "async2_ps2": (2, False, 2),
 }
+# Issue 19's clusters, which a run measures unless --clusters says otherwise.
+DEFAULT_CLUSTERS = ("async1", "async2", "async4", "sync2")
 # Synchronous training runs one step a Session.run (SyncReplicasOptimizer's token queue).
 ASYNC_ONLY = {"estimator_lite_k100", "in_graph_tf221"}
 # The targets of issue 19: (cluster kind, A, B, bound) with A / B >= bound on steps/s.
@@ -246,7 +252,8 @@ def _bare_task(tf: Any, spec: Dict[str, Any], models: Any, model: Any, sync_repl
     return optimizer
 
   device_fn = v1.train.replica_device_setter(
-      ps_tasks=1, worker_device=f"/job:{role}/task:{index}", merge_devices=True, cluster=cluster)
+      ps_tasks=cluster.num_tasks("ps"), worker_device=f"/job:{role}/task:{index}",
+      merge_devices=True, cluster=cluster)
   if sync_replicas:
     with tf.Graph().as_default() as graph, graph.device(device_fn):
       step = v1.train.get_or_create_global_step()
@@ -327,10 +334,10 @@ class _Cluster:
   def __init__(self, system: str, cluster: str, args: argparse.Namespace, pythons: Dict[bool, str],
                env: Dict[bool, Dict[str, str]]) -> None:
     _, reference, kind, steps_per_run, spinning, unpacked = SYSTEMS[system]
-    workers, self.sync = CLUSTERS[cluster]
+    workers, self.sync, ps_tasks = CLUSTERS[cluster]
     self.dir = tempfile.mkdtemp(prefix=f"ps_cluster_{system}_{cluster}_")
     self.spec = {job: [f"localhost:{_free_port()}" for _ in range(n)]
-                 for job, n in (("ps", 1), ("chief", 1), ("worker", workers)) if n}
+                 for job, n in (("ps", ps_tasks), ("chief", 1), ("worker", workers)) if n}
     self.common = dict(cluster=self.spec, kind=kind, reference=reference, model=args.model,
                        steps_per_run=steps_per_run, spinning=spinning, unpacked=unpacked,
                        sync=self.sync,
@@ -391,10 +398,11 @@ class _Cluster:
 def measure(system: str, cluster: str, args: argparse.Namespace, pythons: Dict[bool, str],
             env: Dict[bool, Dict[str, str]]) -> Dict[str, Any]:
   """One fresh cluster of `system`: global steps/s over the window, CPU per step, peak RSS."""
-  workers, sync = CLUSTERS[cluster]
+  workers, sync, ps_tasks = CLUSTERS[cluster]
   trainer_names = ["chief0"] + [f"worker{i}" for i in range(workers)]
   with _Cluster(system, cluster, args, pythons, env) as c:
-    c.start("ps", 0)
+    for i in range(ps_tasks):
+      c.start("ps", i)
     c.start("chief", 0)
     if not sync:  # a worker finds the variables initialised (tf.estimator's waits 30 s otherwise)
       c.wait_ready(["chief0"])
@@ -522,7 +530,8 @@ def report(data: Dict[str, Any]) -> str:
                                 r["system"] == system and r["cluster"] == cluster for r in ok)
              else "—" for cluster in clusters]
     lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
-  lines += ["", "### CPU a global step by process, µs (median; a worker: the mean of the workers)",
+  lines += ["", "### CPU a global step by process, µs (median; a worker, or a ps of two: "
+            "the mean of them)",
             "", "| system | " + " | ".join(f"{c}: ps / chief / a worker" for c in clusters) + " |",
             "|---" * (len(clusters) + 1) + "|"]
   for system in systems:
@@ -589,7 +598,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     _task(json.loads(argv[1]))
     return 0
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--clusters", default=",".join(CLUSTERS))
+  parser.add_argument("--clusters", default=",".join(DEFAULT_CLUSTERS),
+                      help=f"of {', '.join(CLUSTERS)}")
   parser.add_argument("--systems", default=",".join(SYSTEMS))
   parser.add_argument("--model", default="linear")
   parser.add_argument("--rounds", type=int, default=3)
