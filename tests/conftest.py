@@ -222,3 +222,40 @@ def ps_and_worker():
   ps = tf.distribute.Server(spec, job_name="ps", task_index=0)
   worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
   return spec, worker, ps
+
+
+@pytest.fixture(scope="session")
+def two_ps_and_worker():
+  """(ClusterSpec, worker server, ps servers) of a worker and two ps tasks."""
+  ports = launch.free_ports(3, "127.0.0.1")
+  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port}" for port in ports[:2]],
+                               "worker": [f"127.0.0.1:{ports[2]}"]})
+  servers = [tf.distribute.Server(spec, job_name="ps", task_index=index) for index in (0, 1)]
+  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
+  return spec, worker, servers
+
+
+def cross_task_receives(run_metadata):
+  """{(from task, to task): the tensors a step receives from the other task, by edge name}."""
+  received = {}
+  for partition in run_metadata.partition_graphs:
+    for node in partition.node:
+      if node.op != "_Recv" or node.attr["client_terminated"].b:
+        continue
+      sender = node.attr["send_device"].s.decode()
+      receiver = node.attr["recv_device"].s.decode()
+      source, destination = [d.split("/device:")[0].replace("/replica:0", "")
+                             for d in (sender, receiver)]
+      if source != destination:
+        received.setdefault((source, destination), []).append(
+            node.attr["tensor_name"].s.decode())
+  return received
+
+
+def train_and_receive(session, train_op, steps):
+  """Runs `train_op` `steps` times; returns cross_task_receives of the last run."""
+  for _ in range(steps):
+    metadata = tf.compat.v1.RunMetadata()
+    session.run(train_op, options=tf.compat.v1.RunOptions(output_partition_graphs=True),
+                run_metadata=metadata)
+  return cross_task_receives(metadata)

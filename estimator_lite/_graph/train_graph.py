@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Tuple
 import attrs
 import tensorflow as tf
 
+from estimator_lite._graph import control_joins
 from estimator_lite._graph import global_step
 from estimator_lite._graph import input_fn as input_fn_lib
 from estimator_lite._graph import packed_transfers
@@ -90,6 +91,7 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
   if config.pack_ps_transfers:
     # Last, on the graph as it will run (its cycle check sees every edge).
     packed_transfers.pack_transfers(graph, [spec.train_op, spec.loss, read])
+    control_joins.run_joins_where_awaited(graph, [spec.train_op, spec.loss, read])
   return TrainGraph(spec=spec, input_hooks=tuple(hooks), logged_step=read)
 
 

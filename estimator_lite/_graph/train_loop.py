@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from estimator_lite._graph import cached_reads
+from estimator_lite._graph import control_joins
 from estimator_lite._graph import packed_transfers
 from estimator_lite._util import tf_internals
 
@@ -217,6 +218,7 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
     if pack_transfers:
       packed_transfers.pack_transfers(graph, [spec.loss, *update_done, *carried],
                                       loop_body=True)
+      control_joins.run_joins_where_awaited(graph, [spec.loss, *update_done, *carried])
     with tf.control_dependencies(update_done):
       return (i + 1, tf.cast(spec.loss, tf.float32), *carried)
 

@@ -57,6 +57,11 @@ def replace_input(op: tf.Operation, index: int, tensor: tf.Tensor) -> None:
   op._update_input(index, tensor)
 
 
+def set_device(op: tf.Operation, device: str) -> None:
+  """Places `op` on `device` in a graph already built (the only way after the fact)."""
+  op._set_device(device)
+
+
 def in_control_flow(op: tf.Operation) -> bool:
   """Whether `op` runs inside a v1 tf.cond or tf.while_loop (which its graph does not say)."""
   return op._control_flow_context is not None

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from estimator_lite import launch
 from estimator_lite._graph import train_loop
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -77,17 +76,6 @@ def _build(spec, *, pack, stop_at_global_step, steps_per_loop, last_step=None,
     init = v1.global_variables_initializer()
     variables = {v.op.name: v for v in v1.global_variables()}
   return graph, train_op, step, loop, init, variables
-
-
-@pytest.fixture(scope="module")
-def two_ps_and_worker():
-  """(ClusterSpec, worker server, ps servers): a worker and two ps tasks, in this process."""
-  ports = launch.free_ports(3, "127.0.0.1")
-  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port}" for port in ports[:2]],
-                               "worker": [f"127.0.0.1:{ports[2]}"]})
-  servers = [tf.distribute.Server(spec, job_name="ps", task_index=index) for index in (0, 1)]
-  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
-  return spec, worker, servers
 
 
 def _session(worker, graph):

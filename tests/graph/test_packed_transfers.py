@@ -8,6 +8,7 @@ a step). tests/graph/test_cached_reads.py covers the in-graph loop's body.
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import cross_task_receives, train_and_receive
 
 from estimator_lite._graph import global_step
 from estimator_lite._graph import packed_transfers
@@ -58,23 +59,6 @@ def _build(spec, *, pack, read_after_update=False, resource=True):
   return graph, fetches, ids, {"kernel": kernel, "bias": bias, "table": table}, init, packets
 
 
-def _cross_task_receives(run_metadata):
-  """{(from task, to task): the tensors a step receives from the other task, by edge name}."""
-  received = {}
-  for partition in run_metadata.partition_graphs:
-    for node in partition.node:
-      if node.op != "_Recv" or node.attr["client_terminated"].b:
-        continue
-      sender = node.attr["send_device"].s.decode()
-      receiver = node.attr["recv_device"].s.decode()
-      source, destination = [d.split("/device:")[0].replace("/replica:0", "")
-                             for d in (sender, receiver)]
-      if source != destination:
-        received.setdefault((source, destination), []).append(
-            node.attr["tensor_name"].s.decode())
-  return received
-
-
 def _train(spec, worker, *, pack, steps=5, read_after_update=False, resource=True):
   graph, fetches, ids, variables, init, packets = _build(
       spec, pack=pack, read_after_update=read_after_update, resource=resource)
@@ -88,7 +72,7 @@ def _train(spec, worker, *, pack, steps=5, read_after_update=False, resource=Tru
           fetches, {ids: np.arange(step % 3 + 1)},
           options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)[1:])
     values = session.run(variables)
-  return results, values, _cross_task_receives(metadata), packets
+  return results, values, cross_task_receives(metadata), packets
 
 
 @pytest.mark.parametrize("resource", [True, False], ids=["resource", "ref"])
@@ -182,12 +166,9 @@ def _train_lookup(spec, worker, *, pack, steps=4):
   config = v1.ConfigProto(operation_timeout_in_ms=OPERATION_TIMEOUT_MS)
   with v1.Session(worker.target, graph=graph, config=config) as session:
     session.run(init)
-    for _ in range(steps):
-      metadata = v1.RunMetadata()
-      session.run(train_op, options=v1.RunOptions(output_partition_graphs=True),
-                  run_metadata=metadata)
+    receives = train_and_receive(session, train_op, steps)
     values = session.run({"table": table, "kernel": kernel, "bias": bias})
-  return values, _cross_task_receives(metadata), packets
+  return values, receives, packets
 
 
 def test_ids_for_a_lookup_on_the_ps_and_the_gradients_travel_in_two_packets(ps_and_worker):

@@ -26,12 +26,14 @@ def test_global_step_reads_handles_and_control_inputs():
     assert tf_internals.GLOBAL_STEP_READ_KEY in graph.get_all_collection_keys()
 
 
-def test_graph_edits_reroute_an_input_and_see_v1_control_flow():
+def test_graph_edits_reroute_an_input_place_an_op_and_see_v1_control_flow():
   with tf.Graph().as_default():
     a, b = tf.constant(1.0), tf.constant(5.0)
     total = a + 1.0
     tf_internals.replace_input(total.op, 0, b)
     assert total.op.inputs[0] is b
+    tf_internals.set_device(total.op, "/device:CPU:0")
+    assert total.op.device == "/device:CPU:0"
     with _v1.Session() as session:
       assert session.run(total) == 6.0
     assert not tf_internals.in_control_flow(total.op)
