@@ -249,7 +249,9 @@ class RunConfig:
       send the small tensors that a training step moves between two tasks
       (variable reads from a ps, gradients to it) as one message each way
       instead of one message a tensor, and make a small constant that one
-      task makes and another uses (a learning rate) on both; with
+      task makes and another uses (a learning rate) on both, and run
+      an optimizer's join of its updates on several ps tasks on the ps
+      that waits for it rather than on the worker; with
       steps_per_loop > 1, each iteration's, and each iteration reads the
       variables from a copy on the trainer that the values sent back after
       the previous update refresh. Values are unchanged; False sends each
