@@ -213,26 +213,28 @@ def one_weight_input_fn():
   return tf.data.Dataset.from_tensors(({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])).repeat()
 
 
+def _in_process_cluster(ps_tasks):
+  """(ClusterSpec, worker server, ps servers): a worker and `ps_tasks` ps tasks, in this process."""
+  ports = launch.free_ports(ps_tasks + 1, "127.0.0.1")
+  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port}" for port in ports[:-1]],
+                               "worker": [f"127.0.0.1:{ports[-1]}"]})
+  servers = [tf.distribute.Server(spec, job_name="ps", task_index=index)
+             for index in range(ps_tasks)]
+  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
+  return spec, worker, servers
+
+
 @pytest.fixture(scope="session")
 def ps_and_worker():
   """(ClusterSpec, worker server, ps server) of jobs "worker" and "ps", one task each."""
-  ps_port, worker_port = launch.free_ports(2, "127.0.0.1")
-  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ps_port}"],
-                               "worker": [f"127.0.0.1:{worker_port}"]})
-  ps = tf.distribute.Server(spec, job_name="ps", task_index=0)
-  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
-  return spec, worker, ps
+  spec, worker, servers = _in_process_cluster(1)
+  return spec, worker, servers[0]
 
 
 @pytest.fixture(scope="session")
 def two_ps_and_worker():
   """(ClusterSpec, worker server, ps servers) of a worker and two ps tasks."""
-  ports = launch.free_ports(3, "127.0.0.1")
-  spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port}" for port in ports[:2]],
-                               "worker": [f"127.0.0.1:{ports[2]}"]})
-  servers = [tf.distribute.Server(spec, job_name="ps", task_index=index) for index in (0, 1)]
-  worker = tf.distribute.Server(spec, job_name="worker", task_index=0)
-  return spec, worker, servers
+  return _in_process_cluster(2)
 
 
 def cross_task_receives(run_metadata):
