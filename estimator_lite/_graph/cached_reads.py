@@ -15,6 +15,12 @@ the update is done (packed_transfers.py packs them into one), and the next
 iteration starts from them at once. Before the loop's first iteration the
 copy is filled from the ps (`fills`: one message a variable, a loop).
 
+The ps reads a variable again once the step's writes of that variable are
+done, not the whole train op: with variables on two ps tasks, a read on one
+that waited for the global step's increment on the other would wait for a
+message between them every iteration. The train op's own task sends word
+that the train op is done with its values (`done`).
+
 Each iteration reads what the previous iteration's update left: with one
 trainer, the same values as one step a run, bit for bit
 (tests/graph/test_cached_reads.py). With other trainers the values are read
@@ -31,7 +37,7 @@ variables, and anything on one machine (the devices name no job).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import attrs
 import tensorflow as tf
@@ -41,6 +47,13 @@ from estimator_lite._graph import placement
 from estimator_lite._util import tf_internals
 
 _SCOPE = "cached_reads"
+# Ops of a step that take a variable's handle: reads of it, and writes of it
+# (an optimizer's update, an assignment).
+_READS = frozenset(["ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VariableShape",
+                    "VarIsInitializedOp"])
+_WRITES = frozenset(["AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                     "ResourceStridedSliceAssign"])
+_WRITE_PREFIXES = ("ResourceApply", "ResourceSparseApply", "ResourceScatter")
 # (consumer, input index, consumer's task): a use of a read on another task.
 _Use = Tuple[tf.Operation, int, str]
 
@@ -50,13 +63,14 @@ class CachedReads:
   """What the loop around a rewritten body must run.
 
   Attributes:
-    refreshes: the body's writes of the updated values into the copies; the
-      body's outputs must wait for them (the next iteration reads the copies).
+    done: what the body's outputs must wait for: the writes of the updated
+      values into the copies (the next iteration reads the copies), and the
+      train op where no refresh waits for it.
     fills: ops of the outer graph that copy the variables from their tasks;
       each run of the loop must run them before its first iteration.
   """
 
-  refreshes: Tuple[tf.Operation, ...]
+  done: Tuple[tf.Operation, ...]
   fills: Tuple[tf.Operation, ...]
 
 
@@ -66,7 +80,9 @@ def cache_reads(body: tf.Graph, train_op: tf.Operation, step_fetches: List[objec
   Args:
     body: the loop body (a while_v2 function graph) as model_fn built it,
       before the loop is made of it.
-    train_op: the step's train op: the variables are read again after it.
+    train_op: the step's train op: each variable is read again after the
+      step's writes of it (after the whole train op where they are not known,
+      or where it lives on the variable's task).
     step_fetches: what the body returns, or needs (the train op and the
       loss): the step is what they need.
 
@@ -74,6 +90,7 @@ def cache_reads(body: tf.Graph, train_op: tf.Operation, step_fetches: List[objec
     A CachedReads; empty where nothing is read from another task.
   """
   captured = placement.captured_ops(body)
+  train_op_task = placement.task(placement.placed_on(train_op, captured))
   step = placement.step_ops(body, step_fetches)
   # One copy a variable and trainer, however many reads the step makes.
   uses_by_copy: Dict[Tuple[tf.Operation, str], List[_Use]] = {}
@@ -83,12 +100,22 @@ def cache_reads(body: tf.Graph, train_op: tf.Operation, step_fetches: List[objec
     uses = _remote_uses(op, captured)
     if _cacheable(op, uses, captured):
       uses_by_copy.setdefault((op.inputs[0].op, uses[0][2]), []).extend(uses)
-  refreshes, fills = [], []
+  if not uses_by_copy:
+    return CachedReads((), ())
+  done, fills = [], []
+  train_op_awaited = False
   for (handle, trainer), uses in uses_by_copy.items():
-    refresh, fill = _cache(body, captured[handle], handle.outputs[0], trainer, uses, train_op)
-    refreshes.append(refresh)
+    after = _writes(captured[handle], captured, step)
+    # Word that the train op is done rides with the values of its own task.
+    if after is None or placement.task(placement.placed_on(handle, captured)) == train_op_task:
+      after = (after or []) + [train_op]
+      train_op_awaited = True
+    refresh, fill = _cache(body, captured[handle], handle.outputs[0], trainer, uses, after)
+    done.append(refresh)
     fills.append(fill)
-  return CachedReads(tuple(refreshes), tuple(fills))
+  if not train_op_awaited:
+    done.append(train_op)
+  return CachedReads(tuple(done), tuple(fills))
 
 
 def _remote_uses(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) -> List[_Use]:
@@ -103,6 +130,27 @@ def _remote_uses(read: tf.Operation, captured: Dict[tf.Operation, tf.Tensor]) ->
   return uses
 
 
+def _writes(variable: tf.Tensor, captured: Dict[tf.Operation, tf.Tensor],
+            step: Set[tf.Operation]) -> Optional[List[tf.Operation]]:
+  """The step's ops that write `variable` (an outer handle); None where that is not known.
+
+  Not known where an op of the step takes the handle and is neither a read
+  nor a write that TensorFlow's ops for resource variables name (a function
+  call, an Identity of the handle), or where nothing in the step writes it.
+  """
+  handles = [inner for inner, outer in captured.items()
+             if outer.op is variable.op and outer.value_index == variable.value_index]
+  writes = []
+  for handle in handles:
+    for op in handle.outputs[0].consumers():
+      if op not in step or op.type in _READS:
+        continue
+      if not (op.type in _WRITES or op.type.startswith(_WRITE_PREFIXES)):
+        return None
+      writes.append(op)
+  return writes or None
+
+
 def _cacheable(read: tf.Operation, uses: List[_Use],
                captured: Dict[tf.Operation, tf.Tensor]) -> bool:
   return (read.inputs[0].op in captured and not read.control_inputs
@@ -112,9 +160,10 @@ def _cacheable(read: tf.Operation, uses: List[_Use],
 
 
 def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor, trainer: str,
-           uses: List[_Use], train_op: tf.Operation) -> Tuple[tf.Operation, tf.Operation]:
+           uses: List[_Use], after: List[tf.Operation]) -> Tuple[tf.Operation, tf.Operation]:
   """Gives `uses` of reads of `variable` (an outer handle) a copy on `trainer`.
 
+  The copy is refreshed from a read of the variable that waits for `after`.
   Returns (refresh, fill).
   """
   value = uses[0][0].inputs[uses[0][1]]  # the read's value, as its first use takes it
@@ -139,7 +188,7 @@ def _cache(body: tf.Graph, variable: tf.Tensor, body_handle: tf.Tensor, trainer:
     for consumer, index, _ in uses:
       tf_internals.replace_input(consumer, index, cached)
     # Runs where the variable lives (a reader is placed with its resource).
-    with body.device(None), body.control_dependencies([train_op]):
+    with body.device(None), body.control_dependencies(after):
       updated = tf.raw_ops.ReadVariableOp(resource=body_handle, dtype=value.dtype)
     # After the iteration's reads of the copy: the copy keeps their values.
     with body.device(None), body.device(placement.cpu_of(trainer)), \

@@ -206,7 +206,7 @@ def build_training_loop(next_batch, call_model_fn, steps_per_loop, stop_at_globa
       cached = cached_reads.cache_reads(graph, spec.train_op, [spec.train_op, spec.loss])
       fills.extend(cached.fills)
       # The updated values reach the copies after the update.
-      update_done = list(cached.refreshes) or update_done
+      update_done = list(cached.done) or update_done
     carried = []
     if last_step is not None:
       # The global step as this iteration's update left it, for the next

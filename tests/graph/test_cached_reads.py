@@ -12,7 +12,10 @@ partition graph (each `_Recv` fed from the worker).
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import cross_task_receives
 
+from estimator_lite._graph import cached_reads
+from estimator_lite._graph import placement
 from estimator_lite._graph import train_loop
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -23,7 +26,7 @@ WORKER, PS = "/job:worker/task:0", "/job:ps/task:0"
 OPERATION_TIMEOUT_MS = 30_000
 
 
-def _model_fn(x, y, read_after_update=False, partitioned=False):
+def _model_fn(x, y, read_after_update=False, partitioned=False, grouped=False):
   # Partitioned: the kernel's rows in two parts, one on each ps where there are two.
   kernel = v1.get_variable("kernel", [3, 1], initializer=v1.constant_initializer(0.5),
                            partitioner=v1.fixed_size_partitioner(2) if partitioned else None)
@@ -39,11 +42,16 @@ def _model_fn(x, y, read_after_update=False, partitioned=False):
     with tf.control_dependencies([train_op]):
       late = kernel.read_value()
     train_op = seen.assign(late * 2.0).op
+  if grouped:
+    # A train op on the worker that waits for the optimizer's (tf.group
+    # would place it with the optimizer's op, on the ps).
+    with tf.control_dependencies([train_op]):
+      train_op = tf.no_op()
   return EstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op)
 
 
 def _build(spec, *, pack, stop_at_global_step, steps_per_loop, last_step=None,
-           read_after_update=False, partitioned=False):
+           read_after_update=False, partitioned=False, grouped=False):
   """A linear model trained as Estimator places it on a ps cluster (each of its ps tasks).
 
   steps_per_loop=1: one step a run, no loop. Returns (graph, train op, global
@@ -61,7 +69,7 @@ def _build(spec, *, pack, stop_at_global_step, steps_per_loop, last_step=None,
         rng.randn(64, 1).astype(np.float32))).batch(4).repeat()).get_next
 
     def model_fn(x, y):
-      return _model_fn(x, y, read_after_update, partitioned)
+      return _model_fn(x, y, read_after_update, partitioned, grouped)
 
     loop = None
     if steps_per_loop == 1:
@@ -178,13 +186,14 @@ def test_a_read_ordered_after_the_update_still_sees_the_update(ps_and_worker):
     np.testing.assert_array_equal(cached[name], value, err_msg=name)
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["train_op_on_ps", "grouped_on_worker"])
 @pytest.mark.parametrize("stop_at_global_step", [False, True], ids=["one_trainer", "shared"])
 def test_a_variable_partitioned_over_two_ps_trains_bit_for_bit_in_the_loop(
-    two_ps_and_worker, stop_at_global_step):
+    two_ps_and_worker, stop_at_global_step, grouped):
   spec, worker, _ = two_ps_and_worker
   steps = 12 if stop_at_global_step else 15
   loop_args = dict(stop_at_global_step=stop_at_global_step, steps_per_loop=5, last_step=12,
-                   runs=3, partitioned=True)
+                   runs=3, partitioned=True, grouped=grouped)
   stepwise, _ = _train(spec, worker, pack=False, stop_at_global_step=False, steps_per_loop=1,
                        runs=steps, partitioned=True)
   plain, _ = _train(spec, worker, pack=False, **loop_args)
@@ -196,3 +205,61 @@ def test_a_variable_partitioned_over_two_ps_trains_bit_for_bit_in_the_loop(
     np.testing.assert_array_equal(plain[name], value, err_msg=name)
     np.testing.assert_array_equal(cached[name], value, err_msg=name)
   assert cached_steps == ([5, 10, 12] if stop_at_global_step else [5, 10, 15])
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["train_op_on_ps", "grouped_on_worker"])
+def test_what_the_iteration_waits_for_includes_the_whole_train_op(two_ps_and_worker, grouped):
+  """Each variable is read again after its own update; the next iteration still waits for all.
+
+  An update that no cached read waits for (the global step's increment, an
+  embedding's rows, a head's group on the worker) must be done before the
+  next iteration starts, or that iteration could read what it left.
+  """
+  spec, _, _ = two_ps_and_worker
+  graph = tf.Graph()
+  built = []
+
+  def create_outside_the_body(next_creator, **kwargs):
+    with tf.init_scope():
+      return next_creator(**kwargs)
+
+  def body(i):
+    with tf.variable_creator_scope(create_outside_the_body):
+      model = _model_fn(tf.ones([4, 3]), tf.ones([4, 1]), partitioned=True, grouped=grouped)
+    body_graph = v1.get_default_graph()
+    cached = cached_reads.cache_reads(body_graph, model.train_op, [model.train_op, model.loss])
+    built.append((cached, model.train_op in placement.step_ops(body_graph, cached.done)))
+    with tf.control_dependencies(cached.done):
+      return i + 1
+
+  with graph.as_default(), graph.device(v1.train.replica_device_setter(
+      ps_tasks=2, worker_device=WORKER, merge_devices=True, cluster=spec)):
+    v1.train.get_or_create_global_step()
+    v1.while_loop(lambda i: i < 2, body, [tf.constant(0)])
+  (cached, waits_for_the_train_op), = built
+  assert len(cached.fills) == 3, cached  # the kernel's two parts and the bias
+  assert waits_for_the_train_op
+
+
+def test_with_two_ps_each_reads_its_part_again_without_waiting_for_the_other(two_ps_and_worker):
+  spec, worker, _ = two_ps_and_worker
+  graph, train_op, _, _, init, _ = _build(spec, pack=True, stop_at_global_step=False,
+                                          steps_per_loop=4, partitioned=True)
+  with _session(worker, graph) as session:
+    session.run(init)
+    metadata = v1.RunMetadata()
+    session.run(train_op, options=v1.RunOptions(output_partition_graphs=True),
+                run_metadata=metadata)
+  # What an iteration sends from task to task, from the partition graphs.
+  in_the_loop = {pair: [name for name in names if "train_loop/body/" in name]
+                 for pair, names in cross_task_receives(metadata).items()}
+  ps0, ps1 = "/job:ps/task:0", "/job:ps/task:1"
+  # Between the ps tasks, one message: the optimizer's join of the updates
+  # (ps1's is done) for the global step's increment on ps0. ps1 reads its
+  # part of the kernel again after its own update, not after the increment,
+  # which would be a message back from ps0 every iteration.
+  assert len(in_the_loop[(ps1, ps0)]) == 1, in_the_loop
+  assert not in_the_loop.get((ps0, ps1)), in_the_loop
+  # The trainer receives one message from each ps: the updated values (and
+  # from ps0 word that the train op is done).
+  assert len(in_the_loop[(ps0, WORKER)]) == len(in_the_loop[(ps1, WORKER)]) == 1, in_the_loop
