@@ -57,7 +57,7 @@ _NAMES: Dict[str, str] = {
     "WarmStartSettings": "estimator_lite.warm_starting",
 }
 # Subpackages reachable as attributes (`est.export.ServingInputReceiver`).
-_SUBMODULES = ("canned", "compat", "experimental", "export", "inputs", "keras")
+_SUBMODULES = ("canned", "compat", "experimental", "export", "inputs", "keras", "tpu")
 
 if TYPE_CHECKING:
   # pylint: disable=g-import-not-at-top,unused-import
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
   from estimator_lite import export
   from estimator_lite import inputs
   from estimator_lite import keras
+  from estimator_lite import tpu
   from estimator_lite._session.preemption import Preempted
   from estimator_lite.estimator import Estimator
   from estimator_lite.estimator_spec import EstimatorSpec

@@ -319,13 +319,19 @@ class RunConfig:
     self._role = tf_config.role()
     _strategy_checks.check(train_distribute, eval_distribute, self._role,
                            steps_per_loop=steps_per_loop, device_fn=device_fn)
-    # As tf.estimator: in a between-graph cluster, a task without a
-    # session_config gets the default with its device filters. A train_distribute
-    # strategy across a chief/worker cluster sets its own.
-    if (session_config is None and self._role.distributed and
-        (train_distribute is None or TaskType.MASTER in self._role.cluster_spec.jobs)):
-      values["session_config"] = _session_config.cluster_session_config(self._role)
     self._set(values)
+    self._maybe_overwrite_session_config_for_distributed_training()
+
+  def _maybe_overwrite_session_config_for_distributed_training(self) -> None:
+    """As tf.estimator: a between-graph cluster task without a session_config gets its device filters.
+
+    A train_distribute strategy across a chief/worker cluster sets its own.
+    tf.estimator's name: a subclass overrides it to keep session_config as
+    given (its tpu.RunConfig did; so does estimator_lite.tpu.RunConfig).
+    """
+    if (self.session_config is None and self._role.distributed and
+        (self.train_distribute is None or TaskType.MASTER in self._role.cluster_spec.jobs)):
+      self._set({"session_config": _session_config.cluster_session_config(self._role)})
 
   def _set(self, values: Dict[str, Any]) -> None:
     for name, value in values.items():

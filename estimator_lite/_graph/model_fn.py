@@ -45,19 +45,25 @@ class ModelFn:
     params: the hyperparameters passed to it (a copy is passed on each call).
     accepted_args: the names model_fn takes among features, labels, mode,
       params and config.
+    to_estimator_spec: converts what model_fn returns before it is checked,
+      or None: an Estimator subclass whose model_fn returns another spec
+      (TPUEstimator's TPUEstimatorSpec) gives the conversion here.
   """
 
   function: Callable[..., Any]
   params: dict
   accepted_args: Tuple[str, ...]
+  to_estimator_spec: Optional[Callable[[Any], Any]] = None
 
   @classmethod
-  def wrap(cls, model_fn: Callable[..., Any], params: Optional[dict]) -> "ModelFn":
+  def wrap(cls, model_fn: Optional[Callable[..., Any]], params: Optional[dict], *,
+           to_estimator_spec: Optional[Callable[[Any], Any]] = None) -> "ModelFn":
     """Checks model_fn's arguments against what an Estimator passes.
 
     Args:
       model_fn: the user's model_fn.
       params: dict of hyperparameters, or None (deep-copied).
+      to_estimator_spec: see the attribute.
 
     Returns:
       A ModelFn.
@@ -93,10 +99,20 @@ class ModelFn:
           f"model_fn ({model_fn}) has following not expected args: {unknown}. It may "
           f"take only {list(_MODEL_FN_ARGS)}; bind others with functools.partial.")
     return cls(function=model_fn, params=copy.deepcopy(params or {}),
-               accepted_args=tuple(a for a in _MODEL_FN_ARGS if a in args))
+               accepted_args=tuple(a for a in _MODEL_FN_ARGS if a in args),
+               to_estimator_spec=to_estimator_spec)
 
-  def __call__(self, features: Any, labels: Any, mode: str, config: Any) -> EstimatorSpec:
+  def __call__(self, features: Any, labels: Any, mode: str, config: Any, *,
+               announce: bool = True) -> EstimatorSpec:
     """Calls model_fn in the current graph with the arguments it names.
+
+    Args:
+      features: what input_fn gave (or the serving receiver's features).
+      labels: likewise, or None.
+      mode: a ModeKeys value.
+      config: the Estimator's RunConfig.
+      announce: log "Calling model_fn." and "Done calling model_fn." around
+        the call; False for a model_fn called by another one that did.
 
     Returns:
       The EstimatorSpec model_fn returned, for `mode`.
@@ -121,7 +137,8 @@ class ModelFn:
     if "config" in self.accepted_args:
       kwargs["config"] = config
     tf_internals.reset_keras3_layer_names()
-    _logging.info("Calling model_fn.")
+    if announce:
+      _logging.info("Calling model_fn.")
     try:
       spec = self.function(features=features, **kwargs)
     except (TypeError, ValueError, AttributeError) as e:
@@ -135,7 +152,10 @@ class ModelFn:
             "(features, labels) from input_fn, or a Dataset of (features, labels). "
             f"Original error: {e}") from e
       raise
-    _logging.info("Done calling model_fn.")
+    if self.to_estimator_spec is not None:
+      spec = self.to_estimator_spec(spec)
+    if announce:
+      _logging.info("Done calling model_fn.")
     if not isinstance(spec, EstimatorSpec):
       raise ValueError(
           f"model_fn should return an EstimatorSpec. In mode {mode!r} it returned "

@@ -40,6 +40,7 @@ SUBMODULES: Dict[str, str] = {
     "estimator_lite.compat.v1.export": "estimator_lite.export",
     "estimator_lite.compat.v1.experimental": "estimator_lite.experimental",
     "estimator_lite.compat.v1.estimator": "estimator_lite.compat.v1",
+    "estimator_lite.compat.v1.tpu": "estimator_lite.tpu",
 }
 
 # Packages under which anything not in MODULES is tf.estimator's private code:

@@ -20,6 +20,7 @@ from tensorflow.python.checkpoint import checkpoint as _trackable_checkpoint
 from tensorflow.python.checkpoint import graph_view as _graph_view
 from tensorflow.python.client import session as _session_lib
 from tensorflow.python.framework import meta_graph as _meta_graph
+from tensorflow.python.ops import summary_ops_v2 as _summary_ops_v2
 from tensorflow.python.training import sync_replicas_optimizer as _sync_replicas
 from tensorflow.python.training import training_util as _training_util
 from tensorflow.python.util import deprecation as _deprecation
@@ -33,6 +34,21 @@ GLOBAL_STEP_READ_KEY = _training_util.GLOBAL_STEP_READ_KEY
 def global_step_read(graph: Optional[tf.Graph] = None) -> Optional[tf.Tensor]:
   """The global-step read the hooks share (created by TensorFlow when missing)."""
   return _training_util._get_or_create_global_step_read(graph)
+
+
+# -- TF2 summary writers in a graph ----------------------------------------------------
+def summary_writer_init_ops() -> List[tf.Operation]:
+  """The init ops of the `tf.summary.create_file_writer` writers made in the default graph.
+
+  TPUEstimator's host_call writes TF2 summaries from the graph; a session runs
+  these before the first write (TensorFlow has no public getter for the ops).
+  """
+  return list(_summary_ops_v2.summary_writer_initializer_op())
+
+
+def summary_writer_flush(init_op: tf.Operation) -> tf.Operation:
+  """An op that flushes the writer `init_op` initialises (its resource is the first input)."""
+  return _summary_ops_v2.legacy_raw_flush(writer=init_op.inputs[0])
 
 
 def variable_handle_names(variable: Any) -> List[str]:

@@ -8,10 +8,12 @@ is this module again, so `tf.compat.v1.estimator.X` becomes
 The names are the top-level package's objects (the same classes: a v1
 `Estimator` is an `estimator_lite.Estimator`, which keeps the v1 method name
 `export_savedmodel`). The v1-only parts are `inputs`
-(numpy_input_fn, pandas_input_fn) and the v1 `experimental` names.
+(numpy_input_fn, pandas_input_fn) and the v1 `experimental` names; `tpu` is
+estimator_lite.tpu (TPUEstimator with use_tpu=False, on CPU and GPU).
 """
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any, List
 
@@ -64,15 +66,12 @@ _PROVIDED = (
     "RunConfig", "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext",
     "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
     "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings",
-    "train_and_evaluate", "export", "experimental", "inputs",
+    "train_and_evaluate", "export", "experimental", "inputs", "tpu",
 )
 
-# tf.compat.v1.estimator's TPU support is left out: asking for it says what to
-# use instead of a bare AttributeError.
-_NOT_PROVIDED: NotProvided = {
-    "tpu": ("tf.compat.v1.estimator", "TPUEstimator and its configs",
-            "Use estimator_lite.Estimator; TPUs are not supported."),
-}
+# tf.compat.v1.estimator names that estimator_lite leaves out (none today);
+# asking for one says what to use instead of a bare AttributeError.
+_NOT_PROVIDED: NotProvided = {}
 
 
 __all__ = sorted(_PROVIDED + ("estimator",) + tuple(canned.V1_NAMES))
@@ -81,6 +80,11 @@ __all__ = sorted(_PROVIDED + ("estimator",) + tuple(canned.V1_NAMES))
 def __getattr__(name: str) -> Any:
   if name == "estimator":
     return sys.modules[__name__]
+  if name == "tpu":
+    # TPUEstimator on CPU/GPU, imported on first use.
+    value = importlib.import_module("estimator_lite.tpu")
+    globals()[name] = value
+    return value
   # The canned estimators (their v1 classes) and heads, imported on first use.
   if name in canned.V1_NAMES:
     value = canned.resolve(canned.V1_NAMES, name)
