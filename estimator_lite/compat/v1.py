@@ -76,6 +76,12 @@ _NOT_PROVIDED: NotProvided = {}
 
 __all__ = sorted(_PROVIDED + ("estimator",) + tuple(canned.V1_NAMES))
 
+# An empty search path makes this module a package to the import system, so
+# that `import tensorflow.compat.v1.estimator.tpu` (and `.export`, `.inputs`,
+# `.experimental`), which install() aliases to this module, asks install()'s
+# finder for the child instead of failing with "is not a package".
+__path__: List[str] = []
+
 
 def __getattr__(name: str) -> Any:
   if name == "estimator":

@@ -33,6 +33,7 @@ from estimator_lite.estimator import Estimator
 from estimator_lite.estimator import ExportPath
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
+from estimator_lite.tpu import host_calls
 from estimator_lite.tpu import tpu_config as tpu_config_lib
 from estimator_lite.tpu.examples_per_second import ExamplesPerSecondHook
 from estimator_lite.tpu.tpu_estimator_spec import TPUEstimatorSpec
@@ -245,6 +246,13 @@ class TPUEstimator(Estimator):
                          accepted_args=self._user_model.accepted_args,
                          to_estimator_spec=self._user_model.to_estimator_spec)
     spec = user_model(features, labels, mode, config, announce=False)
+    if config.steps_per_loop > 1 and any(
+        isinstance(hook, host_calls.HostCallHook) for hook in spec.training_hooks):
+      raise ValueError(
+          f"TPUEstimatorSpec.host_call with RunConfig(steps_per_loop={config.steps_per_loop}): "
+          "host_call's result runs every step, and with steps_per_loop > 1 model_fn's "
+          "tensors live inside the in-graph loop, where a session cannot fetch them. "
+          "Leave steps_per_loop at 1 (the default) for a model_fn with a host_call.")
     if self._log_every_n_steps is None and self._log_every_n_secs is None:
       return spec
     rate_hook = ExamplesPerSecondHook(
