@@ -164,11 +164,14 @@ class TPUEstimator(Estimator):
                        f"{params}. TPUEstimator sets params['batch_size'] from "
                        "train_batch_size / eval_batch_size / predict_batch_size.")
     if use_tpu:
-      _check_tpu_arguments(config, train_batch_size, eval_batch_size, predict_batch_size)
+      _check_tpu_arguments(config, train_batch_size, eval_batch_size, predict_batch_size,
+                           embedding_config_spec)
     if (not (use_tpu and eval_on_tpu) and embedding_config_spec and
         embedding_config_spec.partition_strategy == "mod"):
       raise ValueError("Mod sharding of embedding tables not supported on CPU. Use "
                        "partition_strategy='div'.")
+    # Checked as Estimator checks a model_fn (2.15 did, before wrapping it).
+    self._user_model = ModelFn.wrap(model_fn, params, to_estimator_spec=_to_estimator_spec)
     if use_tpu:
       raise RuntimeError(_USE_TPU_TRUE_ERROR)
     if embedding_config_spec is not None:
@@ -179,8 +182,6 @@ class TPUEstimator(Estimator):
             or export_saved_model_api_version in (1, 2)):
       raise ValueError("export_saved_model_api_version should be 1 or 2; got "
                        f"{export_saved_model_api_version}.")
-    # Checked as Estimator checks a model_fn (2.15 did, before wrapping it).
-    self._user_model = ModelFn.wrap(model_fn, params, to_estimator_spec=_to_estimator_spec)
     self._batch_sizes = {ModeKeys.TRAIN: train_batch_size, ModeKeys.EVAL: eval_batch_size,
                          ModeKeys.PREDICT: predict_batch_size}
     self._export_to_cpu = export_to_cpu
@@ -378,7 +379,8 @@ def _to_estimator_spec(spec: Any) -> Any:
 
 
 def _check_tpu_arguments(config: tpu_config_lib.RunConfig, train_batch_size: Any,
-                         eval_batch_size: Any, predict_batch_size: Any) -> None:
+                         eval_batch_size: Any, predict_batch_size: Any,
+                         embedding_config_spec: Any) -> None:
   """2.15's checks of a use_tpu=True TPUEstimator's arguments (raised before the refusal)."""
   if train_batch_size is None:
     raise ValueError("`train_batch_size` cannot be `None`")
@@ -392,6 +394,12 @@ def _check_tpu_arguments(config: tpu_config_lib.RunConfig, train_batch_size: Any
     tpu_config_lib.check_positive_integer(eval_batch_size, "eval_batch_size")
   if predict_batch_size is not None:
     tpu_config_lib.check_positive_integer(predict_batch_size, "predict_batch_size")
+  per_host_input = config.tpu_config.per_host_input_for_training
+  if embedding_config_spec and per_host_input not in (
+      tpu_config_lib.InputPipelineConfig.PER_HOST_V1,
+      tpu_config_lib.InputPipelineConfig.PER_HOST_V2):
+    raise ValueError("Only PER_HOST_V1 and PER_HOST_V2 is supported when using TPU "
+                     f"Embedding; got {per_host_input}.")
 
 
 @contextlib.contextmanager

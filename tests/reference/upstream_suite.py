@@ -11,7 +11,8 @@ Usage, from the repository root in the current venv (TensorFlow 2.21 + tf-keras)
     git clone https://github.com/tensorflow/estimator /tmp/tf-estimator
     git -C /tmp/tf-estimator checkout 26a7dc2
     python tests/reference/upstream_suite.py --upstream /tmp/tf-estimator \
-        [--workdir DIR] [--json FILE] [-k EXPR] [-x]
+        [--workdir DIR] [--json FILE] [-k EXPR] [-x] [--tpu-only | --no-tpu] \
+        [--reference-python PATH] [--reference-json FILE] [--reference-timeout S]
 
 It writes, in WORKDIR (a fresh temporary directory by default):
   - `tensorflow_estimator/...`: a name-mapping shim, one module for each
@@ -24,6 +25,11 @@ It writes, in WORKDIR (a fresh temporary directory by default):
 then runs pytest over them and prints one line per file (passed / total) and
 the total. Upstream tests that patch tf.estimator's privates with `mock` patch
 the shim, not estimator_lite: they fail here, and count as failures.
+
+Then (unless --no-tpu; alone with --tpu-only) tf.estimator 2.15's `tpu/` tests
+against estimator_lite.tpu, measured on the tests that pass on tf.estimator
+2.15 itself in the reference venv (ref_env.py), in two passes (as written, and
+with use_tpu=False forced): see upstream_tpu.py.
 """
 import argparse
 import ast
@@ -121,10 +127,10 @@ def __getattr__(name):
 '''
 
 
-def write_shim(workdir):
-  """Writes the shim package under `workdir`."""
+def write_shim(workdir, modules=None):
+  """Writes the shim package under `workdir`: SHIM_MODULES, or `modules`."""
   packages = {"tensorflow_estimator", "tensorflow_estimator/python", _PACKAGE}
-  for name, (sources, aliases) in SHIM_MODULES.items():
+  for name, (sources, aliases) in (modules or SHIM_MODULES).items():
     parts = name.split(".")
     for depth in range(1, len(parts)):
       packages.add(os.path.join(_PACKAGE, *parts[:depth]))
@@ -338,13 +344,34 @@ def main(argv=None):
                       help="print each failure with the first 300 characters of its message")
   parser.add_argument("--timeout", type=int, default=120,
                       help="seconds before one test counts as failed (default 120)")
+  tpu = parser.add_mutually_exclusive_group()
+  tpu.add_argument("--tpu-only", action="store_true",
+                   help="run only the tpu/ tests (upstream_tpu.py)")
+  tpu.add_argument("--no-tpu", action="store_true", help="do not run the tpu/ tests")
+  parser.add_argument("--reference-python",
+                      help="python of a venv with TensorFlow 2.15 + tf.estimator 2.15, which "
+                           "selects the tpu/ tests (default: ref_env.ensure_ref_python())")
+  parser.add_argument("--reference-json",
+                      help="cache of tf.estimator 2.15's tpu/ outcomes: read when it exists, "
+                           "written otherwise (default: WORKDIR/tpu_reference_215.json)")
+  # The slowest tpu/ test that passes on 2.15 takes 8 s; with use_tpu=False
+  # forced, a few of 2.15's run endlessly (predict over a `.repeat()` dataset).
+  parser.add_argument("--reference-timeout", type=int, default=30,
+                      help="seconds before one tpu/ test counts as failed on tf.estimator 2.15 "
+                           "(default 30)")
   args = parser.parse_args(argv)
 
   workdir = args.workdir or tempfile.mkdtemp(prefix="upstream_suite_")
   write_shim(workdir)
-  copy_tests(args.upstream, workdir)
   sys.path[:0] = [workdir, _REPO_ROOT]
   os.environ["TF_USE_LEGACY_KERAS"] = "1"
+  if args.tpu_only:
+    tpu_summary = _run_tpu(args, workdir)
+    if args.json:
+      with open(args.json, "w") as f:
+        json.dump({"tpu": tpu_summary}, f, indent=1)
+    return 0
+  copy_tests(args.upstream, workdir)
   table = write_scope(workdir)
   for reason, text in OUT_OF_SCOPE_REASONS.items():
     methods = [key for key, reasons in table.items() if reason in reasons]
@@ -370,11 +397,20 @@ def main(argv=None):
     for entry in per_file.values():
       for failure in entry["failed"]:
         print("FAILED " + failure)
+  result = {"passed": passed, "total": total, "files": per_file, "scope": table}
+  if not args.no_tpu:
+    result["tpu"] = _run_tpu(args, workdir)
   if args.json:
     with open(args.json, "w") as f:
-      json.dump({"passed": passed, "total": total, "files": per_file, "scope": table}, f,
-                indent=1)
+      json.dump(result, f, indent=1)
   return 0
+
+
+def _run_tpu(args, workdir):
+  # Imported here: upstream_tpu.py is this script's TPU part, and takes this
+  # module (which runs as __main__) as an argument rather than importing it.
+  import upstream_tpu  # pylint: disable=g-import-not-at-top
+  return upstream_tpu.run(args, workdir, sys.modules[__name__])
 
 
 if __name__ == "__main__":

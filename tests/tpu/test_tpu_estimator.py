@@ -275,8 +275,10 @@ def test_2_15s_constructor_errors_come_first_with_its_texts(tmp_path):
     tpu.TPUEstimator(_tpu_model_fn, config=config)
   with pytest.raises(TypeError, match="train_batch_size must be int"):
     tpu.TPUEstimator(_tpu_model_fn, config=config, train_batch_size=2.0)
+  # ... the model_fn's arguments too, as Estimator checks them.
   with pytest.raises(ValueError, match="model_fn .* has following not expected args"):
-    tpu.TPUEstimator(lambda features, labels, invalid_arg: None, config=config, use_tpu=False)
+    tpu.TPUEstimator(lambda features, labels, invalid_arg: None, config=config,
+                     train_batch_size=16)
 
 
 def test_input_fn_and_model_fn_without_params_get_2_15s_errors(tmp_path):
