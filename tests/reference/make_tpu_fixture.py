@@ -29,18 +29,6 @@ sys.path.insert(0, HERE)
 import tpu_cases  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
-def _listing(model_dir):
-  names = []
-  for root, _, files in os.walk(model_dir):
-    for name in files:
-      relative = os.path.relpath(os.path.join(root, name), model_dir)
-      head, base = os.path.split(relative)
-      if base.startswith("events.out.tfevents."):
-        relative = os.path.join(head, "events.out.tfevents.*")
-      names.append(relative)
-  return sorted(set(names))
-
-
 def main():
   tf, tpu, export_lib = tpu_cases._reference_modules()  # pylint: disable=protected-access
   assert tf.__version__.startswith("2.15."), tf.__version__
@@ -48,7 +36,7 @@ def main():
   model_dir = os.path.join(work, "model_dir")
   run = tpu_cases.run_program(tf, tpu, export_lib, model_dir)
   shutil.rmtree(os.path.join(model_dir, "export"))
-  listing = _listing(model_dir)
+  listing = tpu_cases.listing(model_dir)
   copy = os.path.join(work, "copy")
   shutil.copytree(model_dir, copy)
   read = tpu_cases.read_model_dir(tf, tpu, export_lib, copy)

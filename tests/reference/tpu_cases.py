@@ -164,6 +164,19 @@ def event_steps(tf, event_dir):
   return found
 
 
+def listing(model_dir):
+  """The files under model_dir, relative, an events file's host and time elided."""
+  names = set()
+  for root, _, files in os.walk(model_dir):
+    for name in files:
+      relative = os.path.relpath(os.path.join(root, name), model_dir)
+      head, base = os.path.split(relative)
+      if base.startswith("events.out.tfevents."):
+        relative = os.path.join(head, "events.out.tfevents.*")
+      names.add(relative)
+  return sorted(names)
+
+
 def export_signatures(export_dir):
   """{tag set: {signature: {method, inputs, outputs}}} of a SavedModel, from saved_model.pb."""
   from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top

@@ -87,15 +87,7 @@ def test_same_program_gives_tf215_results_events_files_and_export(lite_run, expe
   # estimator_lite does not build: the CPU MetaGraph is 2.15's.
   assert sorted(want["export_signatures"]) == ["serve", "serve,tpu"]
   assert record["export_signatures"] == {"serve": want["export_signatures"]["serve"]}
-  listing = []
-  for root, _, files in os.walk(model_dir):
-    for name in files:
-      relative = os.path.relpath(os.path.join(root, name), model_dir)
-      head, base = os.path.split(relative)
-      if base.startswith("events.out.tfevents."):
-        relative = os.path.join(head, "events.out.tfevents.*")
-      listing.append(relative)
-  assert sorted(set(name for name in listing if not name.startswith("export"))) == \
+  assert [name for name in tpu_cases.listing(model_dir) if not name.startswith("export")] == \
       expected["listing"]
 
 

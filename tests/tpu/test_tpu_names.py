@@ -148,31 +148,35 @@ def test_import_forms_resolve_after_install(run_python, order):
   assert "resolved" in proc.stdout
 
 
-def test_import_forms_resolve_under_the_runner_unmodified(tmp_path):
+def _fresh_program(tmp_path):
+  """The import forms as a program file, and the environment a user's fresh process has."""
   program = tmp_path / "tpu_program.py"
   program.write_text(_IMPORT_FORMS.format(before="", after=""))
   env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2")
   env.pop("TF_USE_LEGACY_KERAS", None)
-  proc = subprocess.run([sys.executable, "-m", "estimator_lite.run", str(program)],
-                        cwd=str(tmp_path), env=env, capture_output=True, text=True,
-                        timeout=180, check=False)
+  return program, env
+
+
+def _run(command, env, cwd):
+  return subprocess.run([sys.executable, *command], cwd=str(cwd), env=env,
+                        capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_import_forms_resolve_under_the_runner_unmodified(tmp_path):
+  program, env = _fresh_program(tmp_path)
+  proc = _run(["-m", "estimator_lite.run", str(program)], env, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "resolved" in proc.stdout
 
 
 def test_migrate_rewrites_every_form_and_the_program_runs_without_install(tmp_path):
-  program = tmp_path / "tpu_program.py"
-  program.write_text(_IMPORT_FORMS.format(before="", after=""))
-  env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_USE_LEGACY_KERAS", None)
-  migrate = subprocess.run([sys.executable, "-m", "estimator_lite.migrate", str(program)],
-                           env=env, capture_output=True, text=True, timeout=120, check=False)
+  program, env = _fresh_program(tmp_path)
+  migrate = _run(["-m", "estimator_lite.migrate", str(program)], env, tmp_path)
   assert migrate.returncode == 0, migrate.stderr[-3000:]
   assert "could not rewrite" not in migrate.stderr, migrate.stderr
   rewritten = program.read_text()
   assert "tensorflow_estimator" not in rewritten and ".estimator.tpu" not in rewritten, rewritten
   assert "from estimator_lite.tpu import" in rewritten
-  proc = subprocess.run([sys.executable, str(program)], cwd=str(tmp_path), env=env,
-                        capture_output=True, text=True, timeout=180, check=False)
+  proc = _run([str(program)], env, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "resolved" in proc.stdout
