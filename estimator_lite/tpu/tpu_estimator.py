@@ -24,6 +24,7 @@ import math
 import weakref
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
+import attrs
 import tensorflow as tf
 
 from estimator_lite._graph import input_fn as input_fn_lib
@@ -136,7 +137,8 @@ class TPUEstimator(Estimator):
       when export_to_tpu is.
     warm_start_from: as Estimator's.
     embedding_config_spec: TPU embeddings; must be None.
-    export_saved_model_api_version: `ExportSavedModelApiVersion` (or 1, 2).
+    export_saved_model_api_version: `ExportSavedModelApiVersion` (or 1, 2);
+      how 2.15 built a TPU export, so checked and otherwise unused.
 
   Raises:
     ValueError: config is not a tpu.RunConfig, params hold a reserved key, a
@@ -186,7 +188,6 @@ class TPUEstimator(Estimator):
                          ModeKeys.PREDICT: predict_batch_size}
     self._export_to_cpu = export_to_cpu
     self._export_to_tpu = export_to_tpu
-    self._export_saved_model_api_version = export_saved_model_api_version
     # Graphs in which the input_fn ran: a model_fn call in another graph is an export's.
     self._input_graphs: "weakref.WeakSet[tf.Graph]" = weakref.WeakSet()
     iterations = tpu_config_lib.parse_iterations_per_loop(config.tpu_config.iterations_per_loop)
@@ -243,9 +244,7 @@ class TPUEstimator(Estimator):
           "required by TPUEstimator to pass batch size as params['batch_size']. Add a "
           "params argument to model_fn.")
     _logging.info("Running %s on CPU/GPU", mode)
-    user_model = ModelFn(function=self._user_model.function, params=params,
-                         accepted_args=self._user_model.accepted_args,
-                         to_estimator_spec=self._user_model.to_estimator_spec)
+    user_model = attrs.evolve(self._user_model, params=params)
     spec = user_model(features, labels, mode, config, announce=False)
     if config.steps_per_loop > 1 and any(
         isinstance(hook, host_calls.HostCallHook) for hook in spec.training_hooks):
