@@ -40,3 +40,9 @@ def checkpoint_saver_hook_class():
   """SafeCheckpointSaverHook: the chief's checkpoint saver in Estimator.train."""
   from estimator_lite._session.checkpoints import SafeCheckpointSaverHook  # pylint: disable=g-import-not-at-top
   return SafeCheckpointSaverHook
+
+
+def examples_per_second_hook_class():
+  """ExamplesPerSecondHook: the step-rate hook TPUEstimator adds (a StepCounterHook)."""
+  from estimator_lite.tpu.examples_per_second import ExamplesPerSecondHook  # pylint: disable=g-import-not-at-top
+  return ExamplesPerSecondHook

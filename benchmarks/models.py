@@ -198,6 +198,29 @@ def make_model_fn(model, api, sync_replicas=0):
   return model_fn
 
 
+def make_tpu_program(model, spec_class, mode_keys):
+  """A TPUEstimator program's model_fn and input_fn for `model`: both take `params`.
+
+  The model_fn returns `spec_class` (a TPUEstimatorSpec, or an EstimatorSpec
+  for an Estimator running the same model_fn) with the model's loss, train op
+  and predictions; the graph is build()'s, as make_model_fn's. The input_fn is
+  `dataset(model)`, whose batch is already params['batch_size'].
+  """
+  def model_fn(features, labels, mode, params):
+    del params  # the batch size is the dataset's
+    built = model.build(features, labels if mode != mode_keys.PREDICT else None,
+                        mode == mode_keys.TRAIN)
+    return spec_class(mode, loss=built.loss, train_op=built.train_op,
+                      predictions=built.predictions)
+  return model_fn, lambda params: dataset(model)
+
+
+def batch_size(model):
+  """The global batch size of the model's dataset (TPUEstimator's train_batch_size)."""
+  with tf.Graph().as_default():
+    return int(dataset(model).element_spec[1].shape[0])
+
+
 def serving_input_receiver_fn(model, api):
   """A raw serving input receiver fn for `api` over the model's features."""
   def receiver_fn():

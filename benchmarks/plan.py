@@ -5,8 +5,10 @@ from TARGETS; report.py judges each target from the same table.
 """
 import collections
 
-System = collections.namedtuple("System", "key label kind steps_per_loop reference")
-# kind: what workload.py trains; reference: runs on the reference venv (TF 2.15).
+System = collections.namedtuple("System", "key label kind steps_per_loop reference options",
+                                defaults=(None,))
+# kind: what workload.py trains; reference: runs on the reference venv (TF 2.15);
+# options: more of workload.run's arguments (benchmarks/tpu_estimator.py's systems).
 SYSTEMS = (
     System("tf_estimator", "tf.estimator 2.15", "tf_estimator", 1, True),
     System("estimator_lite", "estimator_lite", "estimator_lite", 1, False),

@@ -40,11 +40,11 @@ def _fmt(stats, fmt, scale=1, with_range=True):
   return text
 
 
-def aggregate(data):
+def aggregate(data, figures=_FIGURES):
   """{model: {system key: {figure: stats}}} over the successful fresh-process runs."""
   table = {}
   for row in data["train"]:
-    for figure, *_ in _FIGURES if row["result"] else ():
+    for figure, *_ in figures if row["result"] else ():
       table.setdefault(row["model"], {}).setdefault(row["key"], {}).setdefault(
           figure, []).append(row["result"].get(figure))
   return {model: {key: {figure: _stats(values) for figure, values in cell.items()}
@@ -91,7 +91,7 @@ def _pairs_md(data, labels):
          + " in one process: A/B per round | median A/B |" * (len(kinds) - 1),
          "|---" * (5 + 2 * len(kinds)) + "|"]
   for pair in data["pairs"]:
-    bound, rounds = plan.target_of(pair["model"], pair["a"], pair["b"]), pair["rounds"]
+    bound, rounds = pair.get("target"), pair["rounds"]  # run.run_pairs's pairs_of(model)
     cells = [f"{statistics.median(statistics.median(r[key]) for r in rounds):.0f}" if rounds
              else "–" for key in ("rates_a", "rates_b")]
     for kind in kinds:

@@ -121,7 +121,7 @@ class Runner:
 
 def train_kwargs(system, model, steps, **more):
   return dict(system=system.kind, model=model, steps=steps, steps_per_loop=system.steps_per_loop,
-              **more)
+              **(system.options or {}), **more)
 
 
 def run_training(runner, settings, systems, all_at_once=False):
@@ -144,7 +144,8 @@ def run_training(runner, settings, systems, all_at_once=False):
       started = []
       for system in systems[run % len(systems):] + systems[:run % len(systems)]:
         model_dir = tempfile.mkdtemp(prefix=f"{system.key}_{model}_", dir=runner.work_dir)
-        export = system.kind in ("tf_estimator", "estimator_lite") and system.steps_per_loop == 1
+        export = (system.kind in ("tf_estimator", "estimator_lite") and
+                  system.steps_per_loop == 1 and not system.options)
         started.append((system, model, run, runner.start("train", train_kwargs(
             system, model, settings["steps"][model], model_dir=model_dir, export=export),
                                                           system.reference, system.key)))
@@ -179,13 +180,13 @@ def run_pair_round(runner, model, steps, a, b, a_first):
   return rates_a, rates_b, None
 
 
-def run_pairs(runner, settings, systems):
-  """plan.pairs(model) for each model, pair_rounds rounds each, alternating which side starts:
+def run_pairs(runner, settings, systems, pairs_of=plan.pairs):
+  """pairs_of(model) for each model, pair_rounds rounds each, alternating which side starts:
   [{model, steps, a, b, target, rounds: [{a_first, rates_a, rates_b, ratio (median over the
   round's turns of A's rate / B's next to it)}], median_ratio, error}]."""
   by_key, results = {system.key: system for system in systems}, []
   for model in settings["models"]:
-    for key_a, key_b, target in plan.pairs(model):
+    for key_a, key_b, target in pairs_of(model):
       if key_a not in by_key or key_b not in by_key:
         continue
       pair = dict(model=model, steps=settings["pair_steps"][model], a=key_a, b=key_b,

@@ -13,12 +13,15 @@ Figures (seconds): first_step_s (train() called, or the graph started ->
 first run returned), steps_per_sec (after the first tenth, the median rate of
 100-step windows, each holding one of the Estimators' every-100-steps events;
 a window slowed by another process's burst does not move the median),
-steps_per_sec_mean, train_s, save_s, export_s; seen: what ran (ab_fixes.check).
+steps_per_sec_mean, train_s, save_s, export_s; peak_rss_mb (ru_maxrss, whole process);
+seen: what ran (ab_fixes.check). With `estimator`, the Estimators run a TPUEstimator
+program instead (benchmarks/tpu_estimator.py).
 """
 import collections
 import importlib.util
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -144,6 +147,28 @@ def _estimator(system, model, model_dir, undo=None, **config):
                             config=api.RunConfig(tf_random_seed=1, **config))
 
 
+def _tpu_program(system, model, model_dir, estimator, steps_per_loop, iterations_per_loop):
+  """A TPUEstimator program (models.make_tpu_program) run by `estimator`: "TPUEstimator"
+  (use_tpu=False, TPUConfig(iterations_per_loop); steps_per_loop > 1: estimator_lite's
+  opt-in) or "Estimator" (the same model_fn returning an EstimatorSpec). Returns
+  (api, estimator, input_fn)."""
+  if system == "tf_estimator":
+    api, tpu = tf.estimator, _v1.estimator.tpu
+  else:
+    import estimator_lite as api  # pylint: disable=g-import-not-at-top
+    from estimator_lite import tpu  # pylint: disable=g-import-not-at-top
+  loop = {"steps_per_loop": steps_per_loop} if steps_per_loop > 1 else {}
+  if estimator == "Estimator":
+    model_fn, input_fn = models.make_tpu_program(model, api.EstimatorSpec, api.ModeKeys)
+    return api, api.Estimator(model_fn, model_dir=model_dir, config=api.RunConfig(
+        tf_random_seed=1, **loop)), input_fn
+  model_fn, input_fn = models.make_tpu_program(model, tpu.TPUEstimatorSpec, api.ModeKeys)
+  config = tpu.RunConfig(tf_random_seed=1, tpu_config=tpu.TPUConfig(
+      iterations_per_loop=iterations_per_loop), **loop)
+  return api, tpu.TPUEstimator(model_fn, model_dir=model_dir, config=config, use_tpu=False,
+                               train_batch_size=models.batch_size(model)), input_fn
+
+
 def estimator_session_config():
   """tf.estimator's (and estimator_lite's) default ConfigProto for a local run."""
   rewrite = rewriter_config_pb2.RewriterConfig(
@@ -153,18 +178,26 @@ def estimator_session_config():
 
 
 def run(system, model, steps, steps_per_loop=1, model_dir=None, export=False, turns=None,
-        undo=None):
-  """One system trains one model (in turns with a partner: see _Clock); train's figures."""
+        undo=None, estimator=None, iterations_per_loop=2):
+  """One system trains one model (in turns with a partner: see _Clock); train's figures.
+
+  estimator: None, or how an Estimator system runs a TPUEstimator program (_tpu_program).
+  """
   result = dict(system=system, model=model, steps=steps, steps_per_loop=steps_per_loop,
                 tf_version=tf.__version__, process_start_wall=_START_WALL)
   model_dir = model_dir or tempfile.mkdtemp(prefix=f"bench_{system}_")
   model, clock = models.MODELS[model], _Clock(steps_per_loop, turns)
   if system in ("tf_estimator", "estimator_lite"):
-    api, estimator = _estimator(system, model, model_dir, undo, **(
-        {"steps_per_loop": steps_per_loop} if steps_per_loop > 1 else {}))
+    if estimator:
+      api, estimator, input_fn = _tpu_program(system, model, model_dir, estimator,
+                                              steps_per_loop, iterations_per_loop)
+    else:
+      api, estimator = _estimator(system, model, model_dir, undo, **(
+          {"steps_per_loop": steps_per_loop} if steps_per_loop > 1 else {}))
+      input_fn = models.make_input_fn(model)
     probe = _Probe(clock, lite_internals.cached_callables if system == "estimator_lite" else None)
     saves, start = _Saves(), time.perf_counter()
-    estimator.train(models.make_input_fn(model), max_steps=steps, hooks=[probe],
+    estimator.train(input_fn, max_steps=steps, hooks=[probe],
                     saving_listeners=[saves])
     result.update(train_s=time.perf_counter() - start, save_s=(saves.durations or [None])[-1],
                   final_step=int(estimator.get_variable_value("global_step")), seen=probe.seen)
@@ -193,7 +226,8 @@ def run(system, model, steps, steps_per_loop=1, model_dir=None, export=False, tu
     result.update(train_s=time.perf_counter() - start, save_s=save_s, final_step=steps)
   for fd in turns or ():
     os.close(fd)  # the partner then goes on alone, not waiting for a turn
-  return dict(result, **clock.figures(start))
+  return dict(result, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+              **clock.figures(start))
 
 
 def evaluator_side(role, system, model_dir, max_steps, save_every):

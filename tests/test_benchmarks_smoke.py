@@ -119,3 +119,36 @@ def test_ps_cluster_benchmark_measures_a_cluster_of_each_kind(tmp_path):
        f"{out},{out}"], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT, check=False)
   assert pooled.returncode == 0, pooled.stderr[-3000:]
   assert ", 2 round(s);" in pooled.stdout, pooled.stdout
+
+
+def test_tpu_estimator_smoke_run_reports_every_system(tmp_path):
+  """benchmarks/tpu_estimator.py --smoke: TPUEstimator(use_tpu=False), estimator_lite's (and
+  tf.estimator 2.15's if the reference venv exists), the Estimator on the same model_fn and
+  the steps_per_loop opt-in each train in a fresh process, and one pair trains in turns."""
+  out = tmp_path / "tpu_estimator.json"
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "tpu_estimator.py"), "--smoke",
+       "--json", str(out)], capture_output=True, text=True, timeout=180, cwd=REPO_ROOT,
+      check=False, env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  with open(out) as f:
+    data = json.load(f)
+  measured = {row["key"]: row for row in data["train"]}
+  expected = {"lite_tpu", "lite_estimator", "lite_tpu_k100"}
+  if _reference_venv_exists():
+    expected.add("tf_tpu")
+  assert set(measured) == expected
+  for key, row in measured.items():
+    assert row["error"] is None, (key, row["error"])
+    result = row["result"]
+    assert result["steps_per_sec"] > 0 and result["peak_rss_mb"] > 100, key
+    assert result["final_step"] == 300, key
+    # One step a Session.run, or 100 with the opt-in (the probe ticks once a run).
+    assert result["session_runs"] == (3 if key == "lite_tpu_k100" else 300), key
+  [pair] = data["pairs"]
+  assert (pair["a"], pair["b"]) == ("lite_tpu", "tf_tpu" if "tf_tpu" in expected
+                                    else "lite_estimator")
+  assert pair["error"] is None and len(pair["rounds"]) == 1 and pair["median_ratio"] > 0
+  assert ("| estimator_lite TPUEstimator / estimator_lite Estimator | ≥ 0.95 | "
+          in proc.stdout), proc.stdout
+  assert "| estimator_lite TPUEstimator | " in proc.stdout, proc.stdout
