@@ -69,7 +69,7 @@ def _to_json(value):
   return value
 
 
-def _listing(model_dir):
+def listing(model_dir):
   """Files under model_dir, relative, with events files' host/time elided."""
   names = set()
   for root, _, files in os.walk(model_dir):
@@ -178,7 +178,7 @@ def _train_record(lp, est, name, model_dir):
       "variables": _variables(estimator),
       "predictions": predictions,
       "checkpoint": lp.checkpoint_state(model_dir),
-      "files": _listing(model_dir),
+      "files": listing(model_dir),
       "events": _events(model_dir),
   }
 

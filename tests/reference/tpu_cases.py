@@ -17,6 +17,10 @@ import json
 import os
 import sys
 
+# The model_dir listing (events files' host and time elided) that parity.py
+# compares too; parity.py imports nothing but the standard library.
+from parity import listing  # pylint: disable=unused-import
+
 TRAIN_STEPS = 10
 RESUME_STEPS = 4
 TRAIN_BATCH_SIZE = 8
@@ -162,19 +166,6 @@ def event_steps(tf, event_dir):
       for value in event.summary.value:
         found.setdefault(value.tag, []).append(int(event.step))
   return found
-
-
-def listing(model_dir):
-  """The files under model_dir, relative, an events file's host and time elided."""
-  names = set()
-  for root, _, files in os.walk(model_dir):
-    for name in files:
-      relative = os.path.relpath(os.path.join(root, name), model_dir)
-      head, base = os.path.split(relative)
-      if base.startswith("events.out.tfevents."):
-        relative = os.path.join(head, "events.out.tfevents.*")
-      names.add(relative)
-  return sorted(names)
 
 
 def export_signatures(export_dir):
