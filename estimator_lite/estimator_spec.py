@@ -68,7 +68,8 @@ class EstimatorSpec(validation.Replaceable):
     eval_metric_ops: dict of metric name to `(metric_value, update_op)`, where
       `metric_value` is a `Tensor` or a nested tuple of them, or to a Keras
       metric object whose `update_state` was called in model_fn (its variables
-      join the LOCAL_VARIABLES and METRIC_VARIABLES collections).
+      join the LOCAL_VARIABLES and METRIC_VARIABLES collections, and the spec
+      holds `(metric.result(), update_op)` in its place, as tf.estimator's did).
     export_outputs: dict of signature name to `ExportOutput`.
     training_chief_hooks: hooks run on the chief only, in TRAIN.
     training_hooks: hooks run on every worker, in TRAIN.
@@ -276,10 +277,17 @@ def _validate_export_outputs(export_outputs: Any, predictions: Any,
 
 
 def _validate_eval_metric_ops(eval_metric_ops: Any, mode: Optional[str]) -> Dict[str, Any]:
-  """Checks each metric; a Keras metric object's variables join the metric collections.
+  """Checks each metric; a Keras metric object becomes a `(result, update_op)` tuple.
+
+  As in tf.estimator, a Keras metric's variables join the LOCAL_VARIABLES and
+  METRIC_VARIABLES collections, and (building a graph) the spec holds the
+  tuple `(metric.result(), update_op)` in its place, so that code reading or
+  merging `eval_metric_ops` (`spec.eval_metric_ops[key][0]`) sees one kind of
+  value. Executing eagerly there is no graph to build them in: the object stays.
 
   Returns:
-    dict of name to `(metric_value, update_op)` tuple or Keras metric object.
+    dict of name to `(metric_value, update_op)` tuple (or, eagerly, Keras
+    metric object).
   """
   if eval_metric_ops is None:
     return {}
@@ -314,7 +322,9 @@ def _validate_eval_metric_ops(eval_metric_ops: Any, mode: Optional[str]) -> Dict
     checked[key] = value
   # Only once every metric is valid, so a failed spec leaves the collections alone.
   graph = tf.compat.v1.get_default_graph()
-  for value in checked.values():
+  for key, value in checked.items():
     if not isinstance(value, tuple):
       metrics.add_to_metric_collections(value, graph)
+      if not tf.executing_eagerly():
+        checked[key] = (value.result(), metrics.keras_metric_update_op(value, graph))
   return checked

@@ -141,6 +141,27 @@ def test_keras_metric_objects_must_be_updated_in_this_graph(graph):
     est.EstimatorSpec(est.ModeKeys.EVAL, loss=loss, eval_metric_ops={"m": elsewhere})
 
 
+@pytest.mark.parametrize("mode", [est.ModeKeys.TRAIN, est.ModeKeys.EVAL, est.ModeKeys.PREDICT])
+def test_keras_metric_objects_become_result_and_update_op_pairs(graph, mode):
+  # As tf.estimator 2.15: the spec holds (metric.result(), metric.updates[0]),
+  # so code reading or merging eval_metric_ops sees one kind of value.
+  _, loss, train_op = _train_parts()
+  mean = tf.keras.metrics.Mean()
+  mean.update_state([1.0, 3.0])
+  metric_ops = {"mean": mean}
+  spec = est.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions={"loss": loss},
+                           eval_metric_ops=metric_ops)
+  value, update_op = spec.eval_metric_ops["mean"]
+  assert update_op is mean.updates[0]
+  assert value.graph is graph and tf.is_tensor(value)
+  assert metric_ops["mean"] is mean  # the caller's dict is left as it was
+  with tf.compat.v1.Session() as session:
+    session.run(tf.compat.v1.local_variables_initializer())
+    session.run(update_op)
+    session.run(update_op)
+    assert session.run(value) == pytest.approx(2.0)
+
+
 def test_keras_metric_variables_join_the_metric_collections(graph):
   _, loss, _ = _train_parts()
   mean = tf.keras.metrics.Mean()

@@ -64,7 +64,7 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
 
   Raises:
     ValueError: a metric named "loss" or "global_step" (the keys evaluate()
-      adds), or a Keras metric object whose update ops cannot be found.
+      adds).
   """
   graph = tf.compat.v1.get_default_graph()
   tf.compat.v1.set_random_seed(config.tf_random_seed)
@@ -75,7 +75,7 @@ def build(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any], 
   features, labels, input_hooks = input_fn_lib.parse_input_fn_result(result)
   spec = model_fn(features, labels, ModeKeys.EVAL, config)
   validation.check_metric_names(spec.eval_metric_ops)
-  values, updates = metrics.metric_value_and_update_ops(spec.eval_metric_ops, graph)
+  values, updates = metrics.metric_value_and_update_ops(spec.eval_metric_ops)
   values[validation.LOSS_KEY], loss_update = tf.compat.v1.metrics.mean(spec.loss)
   values[validation.GLOBAL_STEP_KEY] = global_step
   return EvalGraph(scaffold=spec.scaffold, update_op=tf.group(loss_update, *updates),

@@ -40,7 +40,6 @@ from estimator_lite._graph import eval_graph
 from estimator_lite._graph import global_step
 from estimator_lite._graph import input_fn as input_fn_lib
 from estimator_lite._graph import train_graph
-from estimator_lite._util import metrics as metrics_util
 from estimator_lite._util import tf_internals
 from estimator_lite._util import validation
 from estimator_lite.estimator_spec import EstimatorSpec
@@ -206,21 +205,6 @@ def build_train_graph(model_fn: Callable[..., EstimatorSpec], input_fn: Callable
 
 
 # -- evaluate ---------------------------------------------------------------------
-def _metric_tuples(spec: EstimatorSpec) -> Dict[str, Tuple[Any, Any]]:
-  # Called in each replica. A Keras metric object becomes (result, update): its
-  # variables are sync-on-read and its result() is computed across replicas
-  # (a merge call), as tf.compat.v1.metrics' values are, so both kinds
-  # aggregate over every replica's batches.
-  graph = tf.compat.v1.get_default_graph()
-  metrics = {}
-  for name, metric in spec.eval_metric_ops.items():
-    if isinstance(metric, tuple):
-      metrics[name] = metric
-    else:
-      metrics[name] = (metric.result(), metrics_util.keras_metric_update_op(metric, graph))
-  return metrics
-
-
 def build_eval_graph(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[..., Any],
                      config: Any, params: dict,
                      hooks: Any) -> eval_graph.EvalGraph:
@@ -234,7 +218,10 @@ def build_eval_graph(model_fn: Callable[..., EstimatorSpec], input_fn: Callable[
   strategy = config.eval_distribute
   (loss, metrics), first_spec, specs, input_hooks, _, read = _replicas_of_model_fn(
       strategy, model_fn, input_fn, config, params, ModeKeys.EVAL,
-      lambda spec: (spec.loss, _metric_tuples(spec)))
+      # A Keras metric's (result, update) pair was made by EstimatorSpec in
+      # its replica: the variables are sync-on-read and result() a merge call,
+      # so like tf.compat.v1.metrics it aggregates every replica's batches.
+      lambda spec: (spec.loss, dict(spec.eval_metric_ops)))
   validation.check_metric_names(metrics)
   # v1 metrics keep per-replica totals and sum them when read: the mean
   # loss over all batches of all replicas.

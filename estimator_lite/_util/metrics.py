@@ -67,8 +67,12 @@ def keras_metric_updates(metric: Any) -> List[tf.Operation]:
   return updates
 
 
-def keras_metric_update_op(metric: Any, graph: tf.Graph) -> tf.Operation:
-  """One op that applies every update_state() call made on `metric` in model_fn.
+def keras_metric_update_op(metric: Any, graph: tf.Graph) -> Any:
+  """One op (or tensor) that applies every update_state() call made on `metric` in model_fn.
+
+  One recorded update is returned itself, as tf.estimator returned
+  `metric.updates[0]`; several (update_state() called more than once, which
+  tf.estimator ran only the first of) are grouped.
 
   Raises:
     ValueError: update_state() was not called.
@@ -82,6 +86,8 @@ def keras_metric_update_op(metric: Any, graph: tf.Graph) -> tf.Operation:
     input_ops = [op for op in graph.get_operations() if op.type == "IteratorGetNext"]
     for op in updates:
       tf_internals.add_control_inputs(op, input_ops)
+  elif len(updates) == 1:
+    return updates[0]
   return tf.group(*updates)
 
 
@@ -106,24 +112,20 @@ def add_to_metric_collections(metric: Any, graph: tf.Graph) -> None:
       graph.add_to_collection(tf.compat.v1.GraphKeys.METRIC_VARIABLES, variable)
 
 
-def metric_value_and_update_ops(eval_metric_ops: Mapping[str, Any], graph: tf.Graph
+def metric_value_and_update_ops(eval_metric_ops: Mapping[str, Tuple[Any, Any]]
                                 ) -> Tuple[Dict[str, Any], List[Any]]:
-  """Splits eval_metric_ops into ({name: value}, [update ops]).
+  """Splits an EstimatorSpec's eval_metric_ops into ({name: value}, [update ops]).
 
   Args:
-    eval_metric_ops: an EstimatorSpec's: name -> (value, update_op), where value
-      may be a nested structure of tensors, or a Keras metric object.
-    graph: the evaluation graph.
+    eval_metric_ops: name -> (value, update_op), where value may be a nested
+      structure of tensors (EstimatorSpec turned Keras metric objects into
+      such pairs).
 
   Returns:
     (dict of name to value (a tensor or nested structure), list of update ops).
   """
   values, updates = {}, []
-  for name, metric in eval_metric_ops.items():
-    if isinstance(metric, tuple):
-      values[name], update = metric
-      updates.append(update)
-    else:
-      values[name] = metric.result()
-      updates.append(keras_metric_update_op(metric, graph))
+  for name, (value, update) in eval_metric_ops.items():
+    values[name] = value
+    updates.append(update)
   return values, updates

@@ -141,3 +141,27 @@ def test_training_summaries_and_runtime_label_check_through_the_estimator(tmp_pa
 
   with pytest.raises(tf.errors.InvalidArgumentError, match=r"Labels must be <= n_classes - 1"):
     Estimator(model_fn, model_dir=str(tmp_path / "bad")).train(bad_input_fn, steps=1)
+
+
+def _model_fn_reading_the_heads_metrics(features, labels, mode):
+  # A program's model_fn that wraps a head and builds on its eval_metric_ops,
+  # as tf.estimator allowed: each is a (value, update_op) pair.
+  spec = _keras_model_fn(features, labels, mode)
+  if mode != est.ModeKeys.EVAL:
+    return spec
+  accuracy, update_op = spec.eval_metric_ops["accuracy"]
+  error = (1.0 - accuracy, update_op)
+  return spec.replace(eval_metric_ops=dict(spec.eval_metric_ops, error=error))
+
+
+def test_a_model_fn_can_read_and_merge_a_heads_eval_metric_ops(tmp_path):
+  estimator = Estimator(_keras_model_fn, model_dir=str(tmp_path / "model"))
+  estimator.train(_train_input_fn, max_steps=20)
+  plain = estimator.evaluate(_input_fn)
+  reading = Estimator(_model_fn_reading_the_heads_metrics, model_dir=str(tmp_path / "model"))
+  metrics = reading.evaluate(_input_fn, name="reading")
+  assert set(metrics) == _EXPECTED_EVAL_KEYS | {"error"}
+  # The head's metrics keep their values, and the derived one follows them.
+  for key in _EXPECTED_EVAL_KEYS:
+    assert metrics[key] == pytest.approx(plain[key], rel=1e-6), key
+  assert metrics["error"] == pytest.approx(1.0 - plain["accuracy"], abs=1e-6)
