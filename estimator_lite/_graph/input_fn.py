@@ -6,6 +6,7 @@ run, the in-graph loop, a strategy's replicas), evaluation and prediction.
 from __future__ import annotations
 
 import collections.abc
+import contextvars
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -16,6 +17,8 @@ from estimator_lite.mode_keys import ModeKeys
 
 _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 _logging = tf.compat.v1.logging
+# The input_fn call_input_fn is calling now (None outside its calls).
+_CALLING: contextvars.ContextVar = contextvars.ContextVar("estimator_lite_input_fn", default=None)
 
 
 class IteratorInitializerHook(tf.compat.v1.train.SessionRunHook):
@@ -99,8 +102,24 @@ def call_input_fn(input_fn: Callable[..., Any], mode: str, params: dict, config:
                     input_context.num_input_pipelines, input_context.input_pipeline_id,
                     input_context.num_replicas_in_sync)
     kwargs["input_context"] = input_context or input_context_for(config, mode)
-  with tf.device("/cpu:0"):
-    return input_fn(**kwargs)
+  token = _CALLING.set(input_fn)
+  try:
+    with tf.device("/cpu:0"):
+      return input_fn(**kwargs)
+  finally:
+    _CALLING.reset(token)
+
+
+def called_by_estimator(input_fn: Callable[..., Any]) -> bool:
+  """Whether estimator_lite is calling `input_fn` itself now (not a function that calls it).
+
+  An input_fn that can return a tf.data.Dataset or its tensors returns the
+  Dataset then: whatever an Estimator does with input (a strategy's
+  per-replica input, `steps_per_loop`'s in-graph loop) takes a Dataset,
+  while a caller of its own (a test, a user's input_fn wrapping it) gets the
+  tensors tf.estimator's returned.
+  """
+  return _CALLING.get() is input_fn
 
 
 def _is_dataset(value: Any) -> bool:

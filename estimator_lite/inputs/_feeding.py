@@ -10,6 +10,10 @@ graph, see DESIGN.md). The graph only holds a token naming the generator.
 Rows flow through the epochs without a break, as tf.estimator's queues did: a
 batch may end one epoch and begin the next, and only the very last batch of
 the last epoch may be smaller than `batch_size`.
+
+Called by an Estimator, the input_fn returns that Dataset; called by anything
+else in a graph (a test, a user's input_fn that wraps it), the tensors of its
+next batch, as tf.estimator's queue-fed input_fn returned (`deliver`).
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
+
+from estimator_lite._graph import input_fn as input_fn_lib
 
 _logging = tf.compat.v1.logging
 
@@ -43,9 +49,10 @@ def check_batch_options(batch_size: int, num_epochs: Optional[int],
 
   if not is_int(batch_size) or batch_size < 1:
     raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
-  if num_epochs is not None and (not is_int(num_epochs) or num_epochs < 1):
+  # 0 is valid, as in tf.estimator: an input that ends before its first batch.
+  if num_epochs is not None and (not is_int(num_epochs) or num_epochs < 0):
     raise ValueError(
-        f"num_epochs must be a positive int, or None to repeat the data forever; "
+        f"num_epochs must be a non-negative int, or None to repeat the data forever; "
         f"got {num_epochs!r}.")
   if queue_capacity is not None and (not is_int(queue_capacity) or queue_capacity < 1):
     raise ValueError(f"queue_capacity must be a positive int; got {queue_capacity!r}.")
@@ -215,3 +222,29 @@ def check_lengths(columns: Dict[Any, np.ndarray], feature_keys: Any, target_keys
                    'elements in x and y must have the same length.\n'
                    f'Shapes in x: {shapes_x}\n'
                    f'Shapes in y: {shape_y}\n')
+
+
+def deliver(dataset: tf.data.Dataset, input_fn: Callable[..., Any]) -> Any:
+  """What `input_fn` (numpy_input_fn's or pandas_input_fn's) returns: `dataset` or its tensors.
+
+  - Called by an Estimator (`called_by_estimator`), or executing eagerly:
+    the Dataset itself.
+  - Otherwise, building a graph: the next batch's `features` or
+    `(features, labels)` tensors, as tf.estimator's input_fn returned them.
+    Each Session reads the batches from the start and, after the last, raises
+    `OutOfRangeError`, as tf.estimator's queues did; there is nothing to
+    initialise, and `start_queue_runners` (which such code calls) is harmless.
+  """
+  if tf.executing_eagerly() or input_fn_lib.called_by_estimator(input_fn):
+    return dataset
+  # A one-shot iterator takes an op seed from a seeded graph, which 2.15's
+  # queues did not (see SeedSource): built with the graph seed unset, it
+  # takes none, and the model_fn's random ops keep 2.15's op seeds. The
+  # batches' order does not depend on it (SeedSource seeds the shuffle).
+  graph = tf.compat.v1.get_default_graph()
+  graph_seed, graph.seed = graph.seed, None
+  try:
+    iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
+  finally:
+    graph.seed = graph_seed
+  return iterator.get_next()

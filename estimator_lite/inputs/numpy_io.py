@@ -34,13 +34,15 @@ def numpy_input_fn(x: Union[np.ndarray, Dict[str, np.ndarray]],
                    y: Union[np.ndarray, Dict[str, np.ndarray], None] = None,
                    batch_size: int = 128, num_epochs: Optional[int] = 1,
                    shuffle: Optional[bool] = None, queue_capacity: int = 1000,
-                   num_threads: int = 1) -> Callable[[], tf.data.Dataset]:
+                   num_threads: int = 1) -> Callable[[], Any]:
   """Returns an input_fn that feeds numpy arrays (or dicts of them) to the model.
 
-  The input_fn returns a `tf.data.Dataset` whose elements are `features` (a
-  dict with the keys of `x`, or a Tensor when `x` is an array) or
-  `(features, targets)` (targets a Tensor, or a dict when `y` is a dict).
-  The arrays are read batch by batch from this Python process and never
+  Called by an Estimator, the input_fn returns a `tf.data.Dataset` whose
+  elements are `features` (a dict with the keys of `x`, or a Tensor when `x`
+  is an array) or `(features, targets)` (targets a Tensor, or a dict when `y`
+  is a dict). Called by other code in a graph, it returns the tensors of the
+  next batch, as tf.estimator's did: `features, targets = input_fn()`, then
+  each `session.run` reads a batch until `OutOfRangeError`. The arrays are read batch by batch from this Python process and never
   embedded in the graph, so model_dir's graph files stay small whatever the
   size of the data.
 
@@ -54,8 +56,8 @@ def numpy_input_fn(x: Union[np.ndarray, Dict[str, np.ndarray]],
     x: numpy array, or dict of name -> numpy array (all the same length).
     y: numpy array, dict of numpy arrays, or None.
     batch_size: rows per batch.
-    num_epochs: times to go through the data; None repeats it forever (the
-      batch dimension is then static).
+    num_epochs: times to go through the data (0: none); None repeats it
+      forever (the batch dimension is then static).
     shuffle: bool, required: whether to read the rows in random order (True
       for training, False for evaluation and prediction).
     queue_capacity: rows prepared ahead of the model.
@@ -63,7 +65,9 @@ def numpy_input_fn(x: Union[np.ndarray, Dict[str, np.ndarray]],
       the order exact (tf.estimator multiplied the epochs by the threads).
 
   Returns:
-    A function `() -> tf.data.Dataset`, usable as an Estimator input_fn.
+    A function `() -> tf.data.Dataset` (or, called outside an Estimator in a
+    graph, `-> features` or `(features, targets)` tensors), usable as an
+    Estimator input_fn.
 
   Raises:
     ValueError: shuffle is not a bool, or an invalid batch_size/num_epochs/
@@ -75,8 +79,8 @@ def numpy_input_fn(x: Union[np.ndarray, Dict[str, np.ndarray]],
   _feeding.check_batch_options(batch_size, num_epochs, queue_capacity, num_threads)
   seed_source = _feeding.SeedSource()
 
-  def input_fn() -> tf.data.Dataset:
-    """Returns the Dataset of numpy batches."""
+  def input_fn() -> Any:
+    """Returns the Dataset of numpy batches, or its tensors (_feeding.deliver)."""
     # Validated when called, as tf.estimator did, so x may be filled in later.
     columns = _features_as_dict(x)
     feature_keys = list(columns) if isinstance(x, dict) else _ARRAY_X_KEY
@@ -102,7 +106,8 @@ def numpy_input_fn(x: Union[np.ndarray, Dict[str, np.ndarray]],
       target_shape = np.shape(y)
     columns = {key: np.asarray(value) for key, value in columns.items()}
     _feeding.check_lengths(columns, feature_keys, target_keys, target_shape)
-    return _feeding.make_dataset(columns, feature_keys, target_keys, batch_size,
-                                 num_epochs, shuffle, queue_capacity, seed_source)
+    dataset = _feeding.make_dataset(columns, feature_keys, target_keys, batch_size,
+                                    num_epochs, shuffle, queue_capacity, seed_source)
+    return _feeding.deliver(dataset, input_fn)
 
   return input_fn

@@ -25,13 +25,14 @@ def pandas_input_fn(x: pd.DataFrame, y: Union[pd.Series, pd.DataFrame, None] = N
                     batch_size: int = 128, num_epochs: Optional[int] = 1,
                     shuffle: Optional[bool] = None, queue_capacity: Optional[int] = 1000,
                     num_threads: int = 1, target_column: str = "target"
-                    ) -> Callable[[], tf.data.Dataset]:
+                    ) -> Callable[[], Any]:
   """Returns an input_fn that feeds a pandas DataFrame to the model.
 
-  The input_fn returns a `tf.data.Dataset` whose elements are a dict of
-  column name -> Tensor (the columns of `x`), or `(features, target)` with
-  `target` a Tensor (`y` a Series) or a dict keyed by `y`'s columns (`y` a
-  DataFrame). The frame is copied when this is called (later changes to it
+  Called by an Estimator, the input_fn returns a `tf.data.Dataset` whose
+  elements are a dict of column name -> Tensor (the columns of `x`), or
+  `(features, target)` with `target` a Tensor (`y` a Series) or a dict keyed
+  by `y`'s columns (`y` a DataFrame); called by other code in a graph, the
+  tensors of the next batch, as tf.estimator's did. The frame is copied when this is called (later changes to it
   are not seen) and read batch by batch, never embedded in the graph.
   Batching, epochs and shuffling are as `numpy_input_fn`'s.
 
@@ -39,7 +40,7 @@ def pandas_input_fn(x: pd.DataFrame, y: Union[pd.Series, pd.DataFrame, None] = N
     x: pandas `DataFrame`.
     y: pandas `Series` or `DataFrame` with the same index as `x`, or None.
     batch_size: rows per batch.
-    num_epochs: times to go through the data; None repeats it forever.
+    num_epochs: times to go through the data (0: none); None repeats it forever.
     shuffle: bool, required: whether to read the rows in random order.
     queue_capacity: rows prepared ahead of the model; None: len(x).
     num_threads: accepted for compatibility (see numpy_input_fn).
@@ -47,7 +48,9 @@ def pandas_input_fn(x: pd.DataFrame, y: Union[pd.Series, pd.DataFrame, None] = N
       it must not be a column of `x`. Unused when `y` is a DataFrame.
 
   Returns:
-    A function `() -> tf.data.Dataset`, usable as an Estimator input_fn.
+    A function `() -> tf.data.Dataset` (or, called outside an Estimator in a
+    graph, `-> features` or `(features, target)` tensors), usable as an
+    Estimator input_fn.
 
   Raises:
     TypeError: pandas is not installed, or target_column is not a string.
@@ -94,13 +97,13 @@ def pandas_input_fn(x: pd.DataFrame, y: Union[pd.Series, pd.DataFrame, None] = N
     queue_capacity = max(1, len(x))
   seed_source = _feeding.SeedSource()
 
-  def input_fn() -> tf.data.Dataset:
-    """Returns the Dataset of DataFrame batches."""
+  def input_fn() -> Any:
+    """Returns the Dataset of DataFrame batches, or its tensors (_feeding.deliver)."""
     dataset = _feeding.make_dataset(columns, feature_keys, target_keys, batch_size,
                                     num_epochs, shuffle, queue_capacity, seed_source)
-    if target_names is None or all(k == v for k, v in target_names.items()):
-      return dataset
-    return dataset.map(lambda features, targets: (
-        features, {target_names[key]: value for key, value in targets.items()}))
+    if target_names is not None and any(k != v for k, v in target_names.items()):
+      dataset = dataset.map(lambda features, targets: (
+          features, {target_names[key]: value for key, value in targets.items()}))
+    return _feeding.deliver(dataset, input_fn)
 
   return input_fn

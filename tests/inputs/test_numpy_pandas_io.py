@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_lite as est
+from estimator_lite._graph import input_fn as input_fn_lib
 from estimator_lite.inputs import numpy_input_fn
 from estimator_lite.inputs import pandas_input_fn
 
@@ -16,23 +17,50 @@ _SHUFFLE_MESSAGE = re.escape(
     "it as True for training); got")
 
 
+def _run_to_end(session, element, limit):
+  batches = []
+  while len(batches) < limit:
+    try:
+      batches.append(session.run(element))
+    except tf.errors.OutOfRangeError:
+      break
+  return batches
+
+
 def _read_all(input_fn, seed=None, limit=100):
-  """Builds input_fn's Dataset in a graph (as Estimator does) and reads it to the end."""
+  """Calls input_fn in a graph as an Estimator does, and reads its Dataset to the end."""
   with tf.Graph().as_default():
     tf.compat.v1.set_random_seed(seed)
-    dataset = input_fn()
+    dataset = input_fn_lib.call_input_fn(input_fn, est.ModeKeys.TRAIN, {}, None)
     assert isinstance(dataset, tf.data.Dataset)
     iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
     element = iterator.get_next()
-    batches = []
     with tf.compat.v1.Session() as session:
       session.run(iterator.initializer)
-      while len(batches) < limit:
-        try:
-          batches.append(session.run(element))
-        except tf.errors.OutOfRangeError:
-          break
-    return element, batches
+      return element, _run_to_end(session, element, limit)
+
+
+def _read_directly(input_fn, limit=100):
+  """Calls input_fn in a graph as tf.estimator's programs and tests did: it returns
+  tensors, which each Session runs batch by batch to OutOfRangeError."""
+  with tf.Graph().as_default():
+    element = input_fn()
+    assert not isinstance(element, tf.data.Dataset)
+    readings = []
+    for _ in range(2):  # a new Session starts from the first batch again
+      with tf.compat.v1.Session() as session:
+        coordinator = tf.compat.v1.train.Coordinator()
+        threads = tf.compat.v1.train.start_queue_runners(session, coord=coordinator)
+        readings.append(_run_to_end(session, element, limit))
+        coordinator.request_stop()
+        coordinator.join(threads)
+    return element, readings
+
+
+def _assert_same_batches(first, second):
+  assert len(first) == len(second)
+  for a, b in zip(first, second):
+    tf.nest.map_structure(np.testing.assert_array_equal, a, b)
 
 
 def test_numpy_batches_run_through_epochs_keep_last_partial_batch_and_end():
@@ -49,6 +77,45 @@ def test_numpy_batches_run_through_epochs_keep_last_partial_batch_and_end():
 
   _, batches = _read_all(numpy_input_fn(x, batch_size=4, num_epochs=1, shuffle=False))
   assert [len(b) for b in batches] == [4, 4, 2]  # features only, partial batch kept
+
+
+def test_called_directly_the_input_fns_return_tensors_as_tf_estimators_did():
+  x = {"a": np.arange(10.0), "b": np.arange(10) * 2}
+  y = np.arange(10) * 10
+  make = lambda **kw: numpy_input_fn(x, y, batch_size=4, shuffle=False, **kw)
+  (features, labels), readings = _read_directly(make(num_epochs=2))
+  assert sorted(features) == ["a", "b"] and isinstance(labels, tf.Tensor)
+  _, through_estimator = _read_all(make(num_epochs=2))
+  for batches in readings:
+    _assert_same_batches(batches, through_estimator)
+  # num_epochs=0, as tf.estimator allowed: the input ends before a batch.
+  _, readings = _read_directly(make(num_epochs=0))
+  assert readings == [[], []]
+  pd = pytest.importorskip("pandas")
+  frame = pd.DataFrame(x)
+  (features, target), readings = _read_directly(
+      pandas_input_fn(frame, pd.Series(y), batch_size=3, shuffle=False))
+  assert sorted(features) == ["a", "b"] and isinstance(target, tf.Tensor)
+  assert [list(t) for _, t in readings[0]] == [[0, 10, 20], [30, 40, 50], [60, 70, 80], [90]]
+
+
+def test_a_users_input_fn_that_unpacks_numpy_input_fn_trains_and_evaluates(tmp_path):
+  # tf.estimator-era code: `features, labels = numpy_input_fn(...)()` inside
+  # the program's own input_fn, then more features built from the tensors.
+  x = np.random.RandomState(2).uniform(-1, 1, (64, 2)).astype(np.float32)
+  y = (x[:, 0] > 0).astype(np.int64)
+
+  def input_fn(epochs):
+    features, labels = numpy_input_fn({"x": x}, y, batch_size=16, num_epochs=epochs,
+                                      shuffle=False)()
+    features["x"] = features["x"] * 2.0
+    return features, labels
+
+  estimator = est.Estimator(_logistic_model_fn, str(tmp_path))
+  estimator.train(lambda: input_fn(5))
+  assert estimator.get_variable_value("global_step") == 20  # 5 epochs of 4 batches
+  results = estimator.evaluate(lambda: input_fn(1))
+  assert results["global_step"] == 20 and results["accuracy"] > 0.9
 
 
 def test_numpy_dict_x_and_y_repeat_forever_with_static_batch():

@@ -123,9 +123,12 @@ def _pandas_fn(shuffle):
   frame = pd.DataFrame({"x": x[:, 0], "z": x[:, 1]})
   input_fn = pandas_input_fn(frame, pd.Series(np.arange(8, dtype=np.float32)),
                              batch_size=4, shuffle=shuffle)
-  # The model wants one [batch, 2] feature: the two columns side by side.
-  return lambda: input_fn().map(
-      lambda features, target: ({"x": tf.stack([features["x"], features["z"]], 1)}, target))
+  # The model wants one [batch, 2] feature: the two columns side by side,
+  # stacked from the tensors input_fn returns, as with tf.estimator.
+  def stacked_input_fn():
+    features, target = input_fn()
+    return {"x": tf.stack([features["x"], features["z"]], 1)}, target
+  return stacked_input_fn
 
 
 @pytest.mark.parametrize("make_input_fn,shuffle,expected", [
