@@ -1,9 +1,10 @@
 """Label and logits checks every head makes: shapes, ranks and class-id ranges.
 
-Static shapes are checked while the graph is built (ValueError); what is
-known only at run time is checked by assertion ops, whose messages are
-tf.estimator 2.15's texts followed by a fix hint (an InvalidArgumentError when
-the step runs).
+As in tf.estimator 2.15: building a graph, static shapes are checked at once
+(ValueError) and what is known only at run time by assertion ops, whose
+messages are 2.15's texts followed by a fix hint (an InvalidArgumentError when
+the step runs); executing eagerly, every check raises ValueError at once, with
+2.15's eager text first.
 """
 from __future__ import annotations
 
@@ -46,6 +47,30 @@ _RANGE_FIX = (". Fix: labels must be class ids in [0, n_classes) (0 or 1 for a b
               "reads as -1); check n_classes and label_vocabulary.")
 
 
+def shape_tuple(tensor: Any) -> tuple:
+  """An eager tensor's shape as a tuple of ints, as tf.estimator's eager messages print it."""
+  return tuple(tensor.shape.as_list())
+
+
+def _eager_checked_labels(labels: Any, logits: Any, expected_labels_dimension: int) -> Any:
+  """check_dense_labels_match_logits_and_reshape executing eagerly: ValueError at once."""
+  if labels.shape.rank == logits.shape.rank - 1:
+    labels = tf.expand_dims(labels, -1)
+  labels_shape = shape_tuple(labels)
+  if len(labels_shape) < 2:
+    raise ValueError(f"labels must have rank at least 2.  Received rank {len(labels_shape)}, "
+                     f"shape {labels_shape}")
+  if labels_shape[-1] != expected_labels_dimension:
+    raise ValueError(MISMATCHED_LABEL_DIM_ERR_MSG.format(expected_labels_dimension,
+                                                         labels_shape[-1]))
+  expected_labels_shape = shape_tuple(logits)[:-1] + (expected_labels_dimension,)
+  if expected_labels_shape != labels_shape:
+    raise ValueError(f"{LABEL_SHAPE_ERR_MSG.format(expected_labels_dimension)}, "
+                     f"expected_labels_shape: {expected_labels_shape}. "
+                     f"labels_shape: {labels_shape}.")
+  return labels
+
+
 def check_dense_labels_match_logits_and_reshape(labels: Any, logits: Any,
                                                 expected_labels_dimension: int) -> Any:
   """Checks labels against logits' shape, adding a last dimension of 1 if it is missing.
@@ -73,6 +98,8 @@ def check_dense_labels_match_logits_and_reshape(labels: Any, logits: Any,
     labels = tf.compat.v1.convert_to_tensor_or_sparse_tensor(labels)
     if isinstance(labels, tf.SparseTensor):
       raise ValueError(SPARSE_LABEL_ERR_MSG.format(expected_labels_dimension))
+    if tf.executing_eagerly():
+      return _eager_checked_labels(labels, logits, expected_labels_dimension)
     labels_rank, logits_rank = labels.shape.rank, logits.shape.rank
     if labels_rank is not None and logits_rank is not None and labels_rank == logits_rank - 1:
       labels = tf.expand_dims(labels, -1)
@@ -112,6 +139,13 @@ def check_logits_final_dim(logits: Any, expected_logits_dimension: Any) -> Any:
   with tf.compat.v1.name_scope("logits", values=(logits,)) as scope:
     logits = tf.cast(logits, tf.float32)
     shape = logits.shape
+    if tf.executing_eagerly():
+      if shape.rank < 2:
+        raise ValueError(f"logits must have rank at least 2.  Received rank {shape.rank}, "
+                         f"shape {shape_tuple(logits)}.{_LOGITS_FIX}")
+      if isinstance(expected_logits_dimension, int) and shape[-1] != expected_logits_dimension:
+        raise ValueError(f"{LOGITS_SHAPE_ERR_MSG}, got {shape_tuple(logits)}.{_LOGITS_FIX}")
+      return logits
     logits_shape = tf.shape(logits)
     # A static rank below 2 raises ValueError here.
     assert_rank = tf.compat.v1.debugging.assert_rank_at_least(
@@ -139,8 +173,18 @@ def check_label_range(labels: Any, n_classes: int, message: Optional[str] = None
 
   Returns:
     `labels`, depending on the assertions.
+
+  Raises:
+    ValueError: executing eagerly, a label out of range (tf.estimator's eager
+      text, "Labels must be <= 2 - 1", or `message`).
   """
   with tf.compat.v1.name_scope("check_label_range", values=(labels,)):
+    if tf.executing_eagerly():
+      if not tf.reduce_all(labels <= n_classes - 1):
+        raise ValueError(message or f"Labels must be <= {n_classes} - 1{_RANGE_FIX}")
+      if not tf.reduce_all(labels >= 0):
+        raise ValueError(message or LABEL_MIN_ERR_MSG + _RANGE_FIX)
+      return labels
     assert_less = tf.compat.v1.debugging.assert_less_equal(
         labels, tf.convert_to_tensor(n_classes - 1, dtype=labels.dtype),
         message=message or LABEL_MAX_ERR_MSG + _RANGE_FIX)

@@ -10,6 +10,9 @@ import tf_keras
 from estimator_lite._util import fn_args as fn_args_lib
 from estimator_lite._util import tf_internals
 from estimator_lite.canned.metric_keys import MetricKeys
+from estimator_lite.head import labels as labels_lib
+
+_LOSS_SHAPE_FIX = "(one loss per example: keep the batch dimensions, do not reduce them)"
 
 
 def call_loss_fn(loss_fn: Callable[..., Any], labels: Any, logits: Any,
@@ -25,6 +28,9 @@ def call_loss_fn(loss_fn: Callable[..., Any], labels: Any, logits: Any,
 
   Returns:
     The unreduced loss `Tensor`, depending on the shape assertion.
+
+  Raises:
+    ValueError: executing eagerly, the loss has the wrong shape.
   """
   kwargs = {}
   if "features" in fn_args_lib.fn_args(loss_fn):
@@ -32,15 +38,23 @@ def call_loss_fn(loss_fn: Callable[..., Any], labels: Any, logits: Any,
   features = features or {}
   with tf.compat.v1.name_scope("call_loss_fn", values=[labels, logits] + list(features.values())):
     unweighted_loss = loss_fn(labels=labels, logits=logits, **kwargs)
+    message = f"loss_fn must return Tensor of shape [D0, D1, ... DN, {expected_loss_dim}]. "
+    if tf.executing_eagerly():
+      loss_shape, logits_shape = (labels_lib.shape_tuple(unweighted_loss),
+                                  labels_lib.shape_tuple(logits))
+      if loss_shape != logits_shape[:-1] + (expected_loss_dim,):
+        raise ValueError(f"{message}logits_shape: {logits_shape}. loss_shape: {loss_shape}. "
+                         f"{_LOSS_SHAPE_FIX}")
+      return unweighted_loss
     logits_shape = tf.shape(logits, name="logits_shape")
     expected_loss_shape = tf.concat([logits_shape[:-1], [expected_loss_dim]], axis=0,
                                     name="expected_loss_shape")
     loss_shape = tf.shape(unweighted_loss, name="loss_shape")
+    # tf.estimator's data first (programs match it), then the fix.
     check_loss_shape = tf.debugging.Assert(
         tf.reduce_all(tf.equal(loss_shape, expected_loss_shape)),
-        data=[f"loss_fn must return Tensor of shape [D0, D1, ... DN, {expected_loss_dim}]. "
-              "(one loss per example: keep the batch dimensions, do not reduce them) ",
-              "logits_shape: ", logits_shape, "loss_shape: ", loss_shape],
+        data=[message, "logits_shape: ", logits_shape, "loss_shape: ", loss_shape,
+              _LOSS_SHAPE_FIX],
         name="check_loss_shape")
     with tf.control_dependencies([check_loss_shape]):
       return tf.identity(unweighted_loss)

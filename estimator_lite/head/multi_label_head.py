@@ -138,14 +138,16 @@ class MultiLabelHead(single_head.SingleHead):
               "class ids, or label_vocabulary with string labels.")
         checked_values = labels_lib.check_label_range(
             labels.values, self._n_classes,
-            message=f"labels must be an integer SparseTensor with values in [0, {self._n_classes})")
+            message=f"labels must be an integer SparseTensor with values in [0, {self._n_classes})"
+                    f". Fix: each label is a class id below n_classes={self._n_classes}.")
         with tf.control_dependencies([checked_values]):
           processed_labels = tf.sparse.to_indicator(labels, self._n_classes)
       processed_labels = tf.cast(processed_labels, dtype=tf.int64)
     else:
       processed_labels = labels_lib.check_label_range(
           tf.convert_to_tensor(labels), 2,
-          message="labels must be an integer indicator Tensor with values in [0, 1]")
+          message="labels must be an integer indicator Tensor with values in [0, 1]. Fix: "
+                  "dense labels are multi-hot, one 0 or 1 per class.")
     return labels_lib.check_dense_labels_match_logits_and_reshape(
         labels=processed_labels, logits=logits, expected_labels_dimension=self.logits_dimension)
 

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Optional
 import tensorflow as tf
 
 from estimator_lite._util import tf_internals
+from estimator_lite.head import labels as labels_lib
 
 _WEIGHTS_ERR_MSG = "weights shape must be [D0, D1, ... DN] or [D0, D1, ... DN, 1]"
 _PER_LOGIT_WEIGHTS_ERR_MSG = (
@@ -35,8 +36,8 @@ def get_weights_and_check_match_logits(features: Optional[Mapping[str, Any]], we
 
   Raises:
     TypeError: `weight_column` is neither a string nor a NumericColumn.
-    ValueError: the weight feature is missing or not numeric (tf.estimator's
-      texts).
+    ValueError: the weight feature is missing or not numeric, or (executing
+      eagerly) its shape is wrong (tf.estimator's texts).
   """
   err_msg = _PER_LOGIT_WEIGHTS_ERR_MSG if allow_per_logit_weights else _WEIGHTS_ERR_MSG
   features = features or {}
@@ -58,13 +59,16 @@ def get_weights_and_check_match_logits(features: Optional[Mapping[str, Any]], we
           f"Weight column should be castable to float. Given dtype: {weights.dtype}. "
           "Give the weight feature a numeric dtype.")
     weights = tf.cast(weights, name="weights", dtype=tf.float32)
+    if tf.executing_eagerly():
+      return _eager_checked_weights(weights, logits, err_msg, allow_per_logit_weights)
     weights_shape = tf.shape(weights, name="weights_shape")
     logits_shape = tf.shape(logits, name="logits_shape")
-    data = ["logits_shape: ", logits_shape, "weights_shape: ", weights_shape]
+    # tf.estimator's message and data first (programs match them), then the fix.
+    data = ["logits_shape: ", logits_shape, "weights_shape: ", weights_shape, _SHAPE_FIX.strip()]
     if (weights.shape.rank is not None and logits.shape.rank is not None and
         weights.shape.rank == logits.shape.rank - 1):
       assert_dimension = tf.compat.v1.debugging.assert_equal(
-          logits_shape[:-1], weights_shape, message=err_msg + _SHAPE_FIX, data=data)
+          logits_shape[:-1], weights_shape, message=err_msg, data=data)
       with tf.control_dependencies([assert_dimension]):
         return tf.expand_dims(weights, -1, name=scope)
     supported_weights_shape = tf.concat([logits_shape[:-1], [1]], axis=0)
@@ -72,12 +76,30 @@ def get_weights_and_check_match_logits(features: Optional[Mapping[str, Any]], we
       condition = tf.reduce_any([
           tf.reduce_all(tf.equal(logits_shape, weights_shape)),
           tf.reduce_all(tf.equal(supported_weights_shape, weights_shape))])
-      assert_dimension = tf.debugging.Assert(condition=condition, data=[err_msg + _SHAPE_FIX] + data)
+      assert_dimension = tf.debugging.Assert(condition=condition, data=[err_msg] + data)
     else:
       assert_dimension = tf.compat.v1.debugging.assert_equal(
-          supported_weights_shape, weights_shape, message=err_msg + _SHAPE_FIX, data=data)
+          supported_weights_shape, weights_shape, message=err_msg, data=data)
     with tf.control_dependencies([assert_dimension]):
       return tf.identity(weights, name=scope)
+
+
+def _eager_checked_weights(weights: Any, logits: Any, err_msg: str,
+                           allow_per_logit_weights: bool) -> Any:
+  """The weights' shape check executing eagerly: tf.estimator's ValueError at once."""
+  weights_shape, logits_shape = labels_lib.shape_tuple(weights), labels_lib.shape_tuple(logits)
+  error = ValueError(f"{err_msg}, logits_shape: {logits_shape}. "
+                     f"weights_shape: {weights_shape}.{_SHAPE_FIX}")
+  if len(weights_shape) == len(logits_shape) - 1:
+    if logits_shape[:-1] != weights_shape:
+      raise error
+    return tf.expand_dims(weights, -1)
+  allowed = {logits_shape[:-1] + (1,)}
+  if allow_per_logit_weights:
+    allowed.add(logits_shape)
+  if weights_shape not in allowed:
+    raise error
+  return weights
 
 
 def update_metric_with_broadcast_weights(eval_metric: Any, values: Any, weights: Any) -> None:

@@ -21,8 +21,12 @@ case with estimator_lite's heads and compares without the reference venv:
   metric values after one update, and the PREDICT spec's export output keys,
   their classes and which keys serve the same object as serving_default.
 * "errors": a bad argument or input, where it fails ("construct", "loss" or
-  "train" without an optimizer), and 2.15's exception type and text (the
-  first line of a run-time assertion's message).
+  "train" without an optimizer, building a graph; "eager": `head.loss`
+  executing eagerly), and 2.15's exception type and text (the first line of a
+  run-time assertion's message; of a ValueError 2.15 raised with several
+  arguments, the first). A head spec's `"loss_fn": "per_batch"` gives the head
+  a custom loss_fn that wrongly reduces each example's loss to shape [D0]
+  (`_PER_BATCH_LOSS_FNS`, the same in tests/head/head_fixture_cases.py).
 """
 import json
 import os
@@ -174,7 +178,27 @@ ERRORS = {
                  "heads": [{"class": "BinaryClassHead", "kwargs": {"name": "b"}},
                            {"class": "RegressionHead", "kwargs": {"name": "r"}}]},
         LOGITS_3, {"b": dense([[1], [0], [1], [0]], "int64"), "r": dense([[1.0]] * 4, F32)}, {}),
+    "weights_wrong_shape": ("loss", {"class": "BinaryClassHead", "kwargs": {"weight_column": "w"}},
+                            LOGITS_1, dense([[1], [0], [1], [0]], "int64"),
+                            {"w": dense([[1.0, 2.0]] * 4, F32)}),
+    "loss_fn_wrong_shape": ("loss", {"class": "BinaryClassHead", "kwargs": {},
+                                     "loss_fn": "per_batch"},
+                            LOGITS_1, dense([[1], [0], [1], [0]], "int64"), {}),
 }
+# Executing eagerly, tf.estimator checked shapes and label values at once (ValueError).
+for _name in ("binary_label_above_range", "multi_class_label_negative", "logits_wrong_dimension",
+              "multi_label_dense_label_above_range", "multi_label_sparse_label_above_range",
+              "logistic_label_above_one", "weights_wrong_shape", "loss_fn_wrong_shape"):
+  ERRORS["eager_" + _name] = ("eager",) + ERRORS[_name][1:]
+# (Building a graph, these batch sizes fail in TensorFlow's own loss op, with its text.)
+ERRORS["eager_binary_labels_batch_mismatch"] = (
+    "eager", {"class": "BinaryClassHead", "kwargs": {}}, LOGITS_1, dense([[1], [0], [1]], "int64"), {})
+ERRORS["eager_multi_class_labels_batch_mismatch"] = (
+    "eager", {"class": "MultiClassHead", "kwargs": {"n_classes": 3}}, LOGITS_3,
+    dense([[1], [0], [1]], "int64"), {})
+ERRORS["eager_multi_class_weights_wrong_shape"] = (
+    "eager", {"class": "MultiClassHead", "kwargs": {"n_classes": 3, "weight_column": "w"}},
+    LOGITS_3, dense([[1], [0], [1], [0]], "int64"), {"w": dense([[1.0]] * 3, F32)})
 for _name, (_cls, _kwargs) in {
     "multi_class_two_classes": ("MultiClassHead", {"n_classes": 2}),
     "multi_class_n_classes_none": ("MultiClassHead", {"n_classes": None}),
@@ -205,10 +229,21 @@ for _name, _spec in {
   ERRORS[_name] = ("construct", _spec, None, None, {})
 
 
+def _per_batch_loss_fn(labels, logits):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.reduce_mean(tf.square(tf.cast(labels, tf.float32) - logits), axis=-1)
+
+
+_PER_BATCH_LOSS_FNS = {"per_batch": _per_batch_loss_fn}
+
+
 def build_head(tf, spec):
   if spec["class"] == "MultiHead":
     return tf.estimator.MultiHead([build_head(tf, h) for h in spec["heads"]], **spec["kwargs"])
-  return getattr(tf.estimator, spec["class"])(**spec["kwargs"])
+  kwargs = dict(spec["kwargs"])
+  if "loss_fn" in spec:
+    kwargs["loss_fn"] = _PER_BATCH_LOSS_FNS[spec["loss_fn"]]
+  return getattr(tf.estimator, spec["class"])(**kwargs)
 
 
 def to_tensor(tf, value):
@@ -291,6 +326,10 @@ def run_case(tf, spec, logits, labels, features):
 
 def run_error(tf, where, spec, logits, labels, features):
   try:
+    if where == "eager":
+      build_head(tf, spec).loss(to_tensor(tf, labels), logits_tensor(tf, logits),
+                                features=to_tensor(tf, features))
+      return {"error": None}
     with tf.Graph().as_default():
       head = build_head(tf, spec)
       if where == "construct":
@@ -305,12 +344,14 @@ def run_error(tf, where, spec, logits, labels, features):
           session.run(loss)
   except Exception as e:  # pylint: disable=broad-except
     message = getattr(e, "message", None) or str(e)
+    if isinstance(e, ValueError) and len(e.args) > 1:
+      message = str(e.args[0])
     if isinstance(e, tf.errors.OpError):
       # The assertion's text: the first line that is not TensorFlow's
       # "Graph execution error" header or a traceback line.
       message = next(line for line in message.splitlines()
                      if line.strip() and not line.startswith(
-                         (" ", "Graph execution error", "Detected at node")))
+                         (" ", "Graph execution error", "Detected at node", "Node:")))
     return {"error": type(e).__name__, "message": message}
   return {"error": None}
 
