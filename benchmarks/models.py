@@ -10,20 +10,28 @@ embedded in the graph, and the steady-state input cost is small everywhere.
 * wide_deep: 8 string categorical slots hashed into 100,000 buckets
   (`tf.strings.to_hash_bucket_fast`), a dim-16 embedding (deep) and a dim-1
   one (wide), plus 13 dense features; 141-256-128-1 tower; batch 512; Adagrad.
+* numpy_dnn (benchmarks/numpy_input.py): a numpy-fed program's model, a
+  4-32-16-1 regression tower over a dict of 4 float features, batch 128, SGD.
+  Its data is numpy arrays in memory (50,000 rows), fed to the Estimators by
+  numpy_input_fn (make_numpy_input_fn) and to the bare loops by a
+  `Dataset.from_generator` of shuffled batches sliced from the same arrays.
 """
 import collections
+import functools
 
+import numpy as np
 import tensorflow as tf
 
 _v1 = tf.compat.v1
 POOL_BATCHES = 16  # distinct batches generated per input pipeline; the pool repeats (cached)
 _SEED = 20240601
 
-Model = collections.namedtuple("Model", "make_batch build serving_features")
+Model = collections.namedtuple("Model", "make_batch build serving_features data",
+                               defaults=(None,))
 """make_batch(i) -> (features, labels): batch i of the pool; build(features, labels,
 train, wrap_optimizer=None) -> Built: one step's graph (its optimizer passed through
 wrap_optimizer, e.g. into a SyncReplicasOptimizer); serving_features() -> placeholders
-for export."""
+for export; data: None, or () -> the training Dataset in place of the pool's."""
 Built = collections.namedtuple("Built", "loss train_op predictions metrics")
 
 
@@ -117,6 +125,65 @@ def _wide_deep_build(features, labels, train, wrap_optimizer=None):
                 lambda: _v1.train.AdagradOptimizer(0.05), wrap_optimizer)
 
 
+NUMPY_ROWS, NUMPY_FEATURES, NUMPY_BATCH = 50_000, 4, 128
+
+
+@functools.lru_cache(maxsize=None)
+def numpy_arrays():
+  """numpy_dnn's data, made once a process from a fixed seed: ({"x0".."x3": float32 [rows]},
+  float32 [rows, 1] labels, a noisy function of the features)."""
+  rng = np.random.default_rng(_SEED)
+  x = {f"x{i}": rng.standard_normal(NUMPY_ROWS, dtype=np.float32)
+       for i in range(NUMPY_FEATURES)}
+  y = np.tanh(x["x0"] - 0.5 * x["x1"]) + 0.3 * x["x2"] * x["x3"] + 0.1 * rng.standard_normal(
+      NUMPY_ROWS, dtype=np.float32)
+  return x, y.astype(np.float32)[:, None]
+
+
+def _numpy_dataset():
+  """The bare loops' numpy pipeline, of numpy_input_fn's kind: a Python generator slicing
+  shuffled batches out of numpy_arrays() (each epoch a new permutation, batches running on
+  into the next epoch) into `Dataset.from_generator`, 1000 rows (8 batches) prefetched."""
+  x, y = numpy_arrays()
+
+  def batches():
+    rng, rows = np.random.default_rng(1), np.empty(0, np.int64)
+    while True:
+      if len(rows) < NUMPY_BATCH:
+        rows = np.concatenate([rows, rng.permutation(NUMPY_ROWS)])
+      batch, rows = rows[:NUMPY_BATCH], rows[NUMPY_BATCH:]
+      yield {key: column[batch] for key, column in x.items()}, y[batch]
+
+  signature = ({key: tf.TensorSpec([NUMPY_BATCH], tf.float32) for key in x},
+               tf.TensorSpec([NUMPY_BATCH, 1], tf.float32))
+  return tf.data.Dataset.from_generator(batches, output_signature=signature).prefetch(
+      -(-1000 // NUMPY_BATCH))
+
+
+def _numpy_dnn_build(features, labels, train, wrap_optimizer=None):
+  x = tf.stack([features[key] for key in sorted(features)], axis=1)
+  net = _dense(_dense(x, 32, "hidden1", tf.nn.relu), 16, "hidden2", tf.nn.relu)
+  pred = _dense(net, 1, "output")
+  return _built({"y": pred}, labels, train, lambda: tf.reduce_mean(tf.square(pred - labels)),
+                lambda: {"mse": _v1.metrics.mean_squared_error(labels, pred)},
+                lambda: _v1.train.GradientDescentOptimizer(0.05), wrap_optimizer)
+
+
+def make_numpy_input_fn(numpy_input_fn, wrapped=False):
+  """numpy_dnn's Estimator input_fn: `numpy_input_fn` (tf.estimator's or estimator_lite's)
+  over numpy_arrays(), batch 128, shuffle=True, num_epochs=None, passed as it is; or, with
+  `wrapped`, a user's input_fn that calls it and returns its (features, labels) tensors."""
+  input_fn = numpy_input_fn(*numpy_arrays(), batch_size=NUMPY_BATCH, shuffle=True,
+                            num_epochs=None)
+  if not wrapped:
+    return input_fn
+
+  def user_input_fn():
+    features, labels = input_fn()
+    return features, labels
+  return user_input_fn
+
+
 MODELS = {
     "linear": Model(_linear_batch, _linear_build, lambda: {
         "x": _v1.placeholder(tf.float32, [None, 10], name="x")}),
@@ -125,11 +192,17 @@ MODELS = {
     "wide_deep": Model(_wide_deep_batch, _wide_deep_build, lambda: {
         "cat": _v1.placeholder(tf.string, [None, _SLOTS], name="cat"),
         "dense": _v1.placeholder(tf.float32, [None, _DENSE], name="dense")}),
+    "numpy_dnn": Model(None, _numpy_dnn_build, lambda: {
+        f"x{i}": _v1.placeholder(tf.float32, [None], name=f"x{i}")
+        for i in range(NUMPY_FEATURES)}, _numpy_dataset),
 }
 
 
 def dataset(model):
-  """The model's training data: POOL_BATCHES seeded batches, cached, repeated forever."""
+  """The model's training data: POOL_BATCHES seeded batches, cached, repeated forever
+  (or the model's own `data`)."""
+  if model.data is not None:
+    return model.data()
   return (tf.data.Dataset.range(POOL_BATCHES).map(model.make_batch).cache().repeat()
           .prefetch(2))
 

@@ -54,7 +54,8 @@ def reference_python(create):
   return ref_env.venv_python() if os.path.exists(ref_env.venv_python()) else None
 
 
-def child_env(reference):
+def child_env(reference, lite_root=None):
+  """A workload's environment; `lite_root`: an estimator_lite checkout in place of this one."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
   env.pop("TF_CONFIG", None)
   if reference:
@@ -63,7 +64,8 @@ def child_env(reference):
     # reference venv has no tf-keras, and TF 2.15's tf.keras would fail.
     env.pop("TF_USE_LEGACY_KERAS", None)
   else:  # this checkout's estimator_lite, whatever the venv's install points at
-    env["PYTHONPATH"] = os.pathsep.join([REPO, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([lite_root or REPO, env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep)
   return env
 
 
@@ -79,7 +81,8 @@ def stop(proc):
 
 
 class Runner:
-  """Starts `workload.py ROLE KWARGS_JSON OUT_JSON` processes and reads OUT_JSON."""
+  """Starts `workload.py ROLE KWARGS_JSON OUT_JSON` processes and reads OUT_JSON (a `lite_root`
+  in KWARGS goes first on the process's PYTHONPATH: workload.run checks it)."""
 
   def __init__(self, python, ref_python, work_dir):
     self.python, self.ref_python, self.work_dir, self._count = python, ref_python, work_dir, 0
@@ -94,7 +97,8 @@ class Runner:
     launch = time.time()
     with open(log_path, "w") as log_file:
       proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO,
-                              env=child_env(reference), pass_fds=pass_fds)
+                              env=child_env(reference, kwargs.get("lite_root")),
+                              pass_fds=pass_fds)
     return proc, out, log_path, launch
 
   @staticmethod

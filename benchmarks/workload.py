@@ -14,8 +14,11 @@ first run returned), steps_per_sec (after the first tenth, the median rate of
 100-step windows, each holding one of the Estimators' every-100-steps events;
 a window slowed by another process's burst does not move the median),
 steps_per_sec_mean, train_s, save_s, export_s; peak_rss_mb (ru_maxrss, whole process);
-seen: what ran (ab_fixes.check). With `estimator`, the Estimators run a TPUEstimator
-program instead (benchmarks/tpu_estimator.py).
+seen: what ran (ab_fixes.check; input_ops: the graph's iterator and queue op types).
+With `estimator`, the Estimators run a TPUEstimator program instead
+(benchmarks/tpu_estimator.py); with `numpy_input`, they train the numpy_dnn model fed by
+numpy_input_fn (benchmarks/numpy_input.py); `lite_root`: the estimator_lite checkout
+that run.py put first on this process's PYTHONPATH, checked to be the one imported.
 """
 import collections
 import importlib.util
@@ -110,6 +113,8 @@ class _Probe(_v1.train.SessionRunHook):
   def begin(self):
     read = _v1.get_collection(training_util.GLOBAL_STEP_READ_KEY)
     self.seen["step_read_has_cond"] = bool(read) and ab_fixes.has_cond(read[0])
+    self.seen["input_ops"] = sorted({op.type for op in _v1.get_default_graph().get_operations()
+                                     if "Iterator" in op.type or "Queue" in op.type})
 
   def after_run(self, run_context, run_values):
     self.clock.tick()
@@ -177,14 +182,28 @@ def estimator_session_config():
                          graph_options=_v1.GraphOptions(rewrite_options=rewrite))
 
 
+def _lite_file(lite_root):
+  """estimator_lite's __init__.py as imported; ValueError unless under `lite_root` (if set)."""
+  import estimator_lite  # pylint: disable=g-import-not-at-top
+  path = os.path.realpath(estimator_lite.__file__)
+  if lite_root and not path.startswith(os.path.realpath(lite_root) + os.sep):
+    raise ValueError(f"estimator_lite imported from {path}, not from {lite_root}")
+  return path
+
+
 def run(system, model, steps, steps_per_loop=1, model_dir=None, export=False, turns=None,
-        undo=None, estimator=None, iterations_per_loop=2):
+        undo=None, estimator=None, iterations_per_loop=2, numpy_input=None, lite_root=None):
   """One system trains one model (in turns with a partner: see _Clock); train's figures.
 
   estimator: None, or how an Estimator system runs a TPUEstimator program (_tpu_program).
+  numpy_input: None, or how an Estimator system gets the numpy_dnn model's data:
+  "direct" (numpy_input_fn's input_fn passed to train()) or "wrapped" (a user's input_fn
+  calling it), models.make_numpy_input_fn. lite_root: see the module's docstring.
   """
   result = dict(system=system, model=model, steps=steps, steps_per_loop=steps_per_loop,
                 tf_version=tf.__version__, process_start_wall=_START_WALL)
+  if system == "estimator_lite":
+    result["estimator_lite_file"] = _lite_file(lite_root)
   model_dir = model_dir or tempfile.mkdtemp(prefix=f"bench_{system}_")
   model, clock = models.MODELS[model], _Clock(steps_per_loop, turns)
   if system in ("tf_estimator", "estimator_lite"):
@@ -195,6 +214,9 @@ def run(system, model, steps, steps_per_loop=1, model_dir=None, export=False, tu
       api, estimator = _estimator(system, model, model_dir, undo, **(
           {"steps_per_loop": steps_per_loop} if steps_per_loop > 1 else {}))
       input_fn = models.make_input_fn(model)
+    if numpy_input:
+      inputs = _v1.estimator.inputs if system == "tf_estimator" else api.inputs
+      input_fn = models.make_numpy_input_fn(inputs.numpy_input_fn, numpy_input == "wrapped")
     probe = _Probe(clock, lite_internals.cached_callables if system == "estimator_lite" else None)
     saves, start = _Saves(), time.perf_counter()
     estimator.train(input_fn, max_steps=steps, hooks=[probe],

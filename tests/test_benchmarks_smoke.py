@@ -152,3 +152,29 @@ def test_tpu_estimator_smoke_run_reports_every_system(tmp_path):
   assert ("| estimator_lite TPUEstimator / estimator_lite Estimator | ≥ 0.95 | "
           in proc.stdout), proc.stdout
   assert "| estimator_lite TPUEstimator | " in proc.stdout, proc.stdout
+
+
+def test_numpy_input_smoke_run_trains_through_both_input_paths(tmp_path):
+  """benchmarks/numpy_input.py --smoke: numpy_input_fn-fed training, the input_fn passed to
+  train() (the Estimator takes its Dataset) and wrapped in a user's input_fn (its tensors),
+  beside the bare TF 2.21 floor, and one pair in turns. (lite_before needs a git worktree of
+  an older commit, and tf215 the reference venv: the full run has them.)"""
+  out = tmp_path / "numpy_input.json"
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "numpy_input.py"), "--smoke",
+       "--systems", "lite,lite_wrapped,bare", "--json", str(out)],
+      capture_output=True, text=True, timeout=180, cwd=REPO_ROOT, check=False,
+      env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  with open(out) as f:
+    data = json.load(f)
+  measured = {row["key"]: row for row in data["train"]}
+  assert set(measured) == {"lite", "lite_wrapped", "bare"}
+  for key, row in measured.items():
+    assert row["error"] is None, (key, row["error"])
+    assert row["result"]["steps_per_sec"] > 0 and row["result"]["final_step"] == 300, key
+  # Each system ran the input path it names.
+  assert "IteratorV2" in measured["lite"]["result"]["seen"]["input_ops"]
+  assert "OneShotIterator" in measured["lite_wrapped"]["result"]["seen"]["input_ops"]
+  [pair] = data["pairs"]
+  assert pair["error"] is None and pair["median_ratio"] > 0
