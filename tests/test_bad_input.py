@@ -45,19 +45,26 @@ def test_missing_labels_in_train_names_the_fix(tmp_path):
 def test_features_that_do_not_fit_the_checkpoint(tmp_path):
   estimator = _estimator(tmp_path)
   estimator.train(_input_fn(width=3), steps=2)
-  with pytest.raises(ValueError, match=r"dense/kernel: graph \[4, 1\] vs checkpoint \[3, 1\]"):
+  # tf.estimator's error (the Saver's), then which variable and what to do.
+  expected = (r"^Restoring from checkpoint failed\. This is most likely due to a mismatch "
+              r"between the current graph and the graph from the checkpoint(.|\n)*"
+              r"dense/kernel: graph \[4, 1\] vs checkpoint \[3, 1\]")
+  with pytest.raises(tf.errors.InvalidArgumentError, match=expected):
     estimator.evaluate(_input_fn(width=4))
-  with pytest.raises(ValueError, match=r"dense/kernel: graph \[4, 1\] vs checkpoint \[3, 1\]"):
+  with pytest.raises(tf.errors.InvalidArgumentError, match=expected):
     estimator.train(_input_fn(width=4), steps=1)
 
 
 def test_checkpoint_from_a_different_model_names_the_missing_variable(tmp_path):
   _estimator(tmp_path).train(_input_fn(), steps=2)
   other = _estimator(tmp_path, layer="renamed")
-  with pytest.raises(ValueError, match=r"not found in the checkpoint: \['renamed/bias', "
-                                       r"'renamed/kernel'\].*new model_dir.*WarmStartSettings"):
+  with pytest.raises(tf.errors.NotFoundError,
+                     match=r"^Restoring from checkpoint failed\. This is most likely due to a "
+                           r"Variable name or other graph key that is missing(.|\n)*"
+                           r"not found in the checkpoint: \['renamed/bias', "
+                           r"'renamed/kernel'\].*new model_dir.*WarmStartSettings"):
     other.train(_input_fn(), steps=1)
-  with pytest.raises(ValueError, match=r"renamed/kernel"):
+  with pytest.raises(tf.errors.NotFoundError, match=r"renamed/kernel"):
     next(other.predict(_input_fn(with_labels=False)))
   # The original checkpoint is untouched and still restores.
   assert _estimator(tmp_path).evaluate(_input_fn())["global_step"] == 2

@@ -136,15 +136,28 @@ def _checkpoint_name(variable: tf.Variable) -> tuple:
   return variable.op.name, tuple(variable.shape.as_list())
 
 
+# tf.compat.v1.train.Saver.restore's text (which tf.estimator 2.15 raised) for a
+# checkpoint that does not fit the graph; {0} says how.
+_RESTORE_FAILED = (
+    "Restoring from checkpoint failed. This is most likely due to {0} from the checkpoint. "
+    "Please ensure that you have not altered the graph expected based on the checkpoint. "
+    "Original error:\n\n")
+
+
 def check_checkpoint_matches_graph(checkpoint_path: Optional[str], graph: tf.Graph) -> None:
-  """Raises ValueError naming variables of `graph` the checkpoint lacks or shapes differently.
+  """Raises the Saver's error, naming variables of `graph` the checkpoint lacks or shapes differently.
+
+  Checked before the Saver restores, so that the error names every such
+  variable and says what to do; its type and first words are those of
+  `Saver.restore`, which tf.estimator raised.
 
   Args:
     checkpoint_path: the checkpoint about to be restored.
     graph: the graph whose global variables will be restored.
 
   Raises:
-    ValueError: a variable is missing from the checkpoint or has another shape.
+    tf.errors.NotFoundError: a variable is missing from the checkpoint.
+    tf.errors.InvalidArgumentError: a variable has another shape there.
   """
   if not checkpoint_path:
     return
@@ -163,12 +176,16 @@ def check_checkpoint_matches_graph(checkpoint_path: Optional[str], graph: tf.Gra
     problems.append(f"variables not found in the checkpoint: {sorted(set(missing))}")
   if reshaped:
     problems.append(f"variables whose shape differs: {reshaped}")
-  raise ValueError(
-      f"The checkpoint {checkpoint_path} does not match this model_fn ("
-      + "; ".join(problems) + "). It was probably written by a different model. "
-      "Use a new model_dir, or start from the old checkpoint with "
-      "warm_start_from=WarmStartSettings(...) (var_name_to_prev_var_name maps renamed "
-      "variables).")
+  detail = (f"The checkpoint {checkpoint_path} does not match this model_fn ("
+            + "; ".join(problems) + "). It was probably written by a different model. "
+            "Use a new model_dir, or start from the old checkpoint with "
+            "warm_start_from=WarmStartSettings(...) (var_name_to_prev_var_name maps renamed "
+            "variables).")
+  if missing:
+    raise tf.errors.NotFoundError(None, None, _RESTORE_FAILED.format(
+        "a Variable name or other graph key that is missing") + detail)
+  raise tf.errors.InvalidArgumentError(None, None, _RESTORE_FAILED.format(
+      "a mismatch between the current graph and the graph") + detail)
 
 
 def check_model_dir_writable(model_dir: str) -> None:
@@ -225,7 +242,8 @@ def check_restorable(scaffold: tf.compat.v1.train.Scaffold, checkpoint_path: Opt
   """Names the variables the checkpoint lacks before the default Saver fails on them.
 
   Raises:
-    ValueError: the default Saver is in use and the checkpoint does not fit the graph.
+    tf.errors.NotFoundError / InvalidArgumentError: the default Saver is in
+      use and the checkpoint does not fit the graph (check_checkpoint_matches_graph).
   """
   if uses_default_saver(scaffold, graph):
     check_checkpoint_matches_graph(checkpoint_path, graph)

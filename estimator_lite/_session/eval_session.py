@@ -164,7 +164,8 @@ def run(graph: eval_graph.EvalGraph, config: Any, checkpoint_path: Optional[str]
     dict of result name to value: each metric, `loss` and `global_step`.
 
   Raises:
-    ValueError: the default Saver is in use and the checkpoint does not fit.
+    tf.errors.NotFoundError / InvalidArgumentError: the default Saver is in use and the
+      checkpoint does not fit (tf.estimator's Saver error).
   """
   steps = _steps_of(graph.hooks)
   progress = _Progress(graph.input_batches if steps is None else steps)
