@@ -18,7 +18,8 @@ From Python:
 Creation runs `python3.11 -m venv DIR` and `DIR/bin/python -m pip install
 tensorflow-cpu==2.15.1 tensorflow-estimator==2.15.0 "numpy<2"` (about 300 MB of
 downloads), printing each command; it fails with RefEnvError carrying pip's
-output.
+output. `ensure_packages(python, TEST_REQUIREMENTS)` adds, once, what
+tf.estimator's own tests need besides (upstream_suite.py calls it).
 """
 import contextlib
 import os
@@ -33,6 +34,24 @@ PYTHON_ENV_VAR = "ESTIMATOR_LITE_REF_PYTHON"  # a python3.11 to build the venv w
 REQUIREMENTS = ("tensorflow-cpu==2.15.1", "tensorflow-estimator==2.15.0",
                 "numpy<2")
 TF_VERSION_PREFIX = "2.15."
+# What tf.estimator's own tests need beyond tf.estimator (upstream_suite.py):
+# pandas for the pandas_io tests (a version of numpy<2's time), portpicker for
+# the in-process clusters of the distribute tests (TensorFlow's
+# multi_worker_test_base picks their ports with it), scikit-learn for
+# kmeans_test.py (its reference clustering).
+TEST_REQUIREMENTS = ("pandas<2.2", "portpicker", "scikit-learn")
+
+# Prints the requirements (argv[1:]) that the interpreter's installed
+# distributions do not satisfy, one a line.
+_MISSING = ("import sys, importlib.metadata as md; "
+            "from packaging.requirements import Requirement\n"
+            "for text in sys.argv[1:]:\n"
+            "  r = Requirement(text)\n"
+            "  try:\n"
+            "    ok = r.specifier.contains(md.version(r.name), prereleases=True)\n"
+            "  except md.PackageNotFoundError:\n"
+            "    ok = False\n"
+            "  if not ok: print(text)")
 
 # Prints the versions; fails (rc != 0) when tf.estimator is not usable.
 _PROBE = ("import os; os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3'); "
@@ -175,6 +194,23 @@ def ensure_ref_python(path=None, log=print, timeout=1800):
     log(f"reference venv ready in {time.monotonic() - start:.1f} s "
         f"(tensorflow, tensorflow-estimator, numpy: {info})")
   return python
+
+
+def missing_packages(python, requirements):
+  """The `requirements` (pip's syntax) that `python`'s installed distributions do not
+  satisfy (it must have `packaging`, as TensorFlow does)."""
+  proc = subprocess.run([python, "-c", _MISSING, *requirements], capture_output=True,
+                        text=True, env=subprocess_env(), check=True)
+  return proc.stdout.split()
+
+
+def ensure_packages(python, requirements, log=print, timeout=1800):
+  """Installs into the reference venv (`python`) the `requirements` it does not satisfy
+  yet (printed), keeping REQUIREMENTS' versions (TensorFlow 2.15's numpy<2)."""
+  missing = missing_packages(python, requirements)
+  if missing:
+    _run([python, "-m", "pip", "install", "--disable-pip-version-check", *missing,
+          *REQUIREMENTS], log, timeout)
 
 
 def main(argv):

@@ -1,4 +1,4 @@
-"""Runs tf.estimator 2.15's own public-API unit tests against estimator_lite.
+"""Runs tf.estimator 2.15's own unit tests against estimator_lite.
 
 The measure of issue 16 (fidelity): tf.estimator's tests, unchanged, with its
 module names mapped onto estimator_lite. Nothing of tf.estimator is kept in this
@@ -11,60 +11,110 @@ Usage, from the repository root in the current venv (TensorFlow 2.21 + tf-keras)
     git clone https://github.com/tensorflow/estimator /tmp/tf-estimator
     git -C /tmp/tf-estimator checkout 26a7dc2
     python tests/reference/upstream_suite.py --upstream /tmp/tf-estimator \
-        [--workdir DIR] [--json FILE] [-k EXPR] [-x] [--tpu-only | --no-tpu] \
-        [--reference-python PATH] [--reference-json FILE] [--reference-timeout S]
+        [--files a_test.py b/c_test.py] [--workdir DIR] [--json FILE] [--failures] \
+        [-k EXPR] [-x] [--timeout S] [--tpu-only | --no-tpu] [--reference-only] \
+        [--reference-python PATH] [--reference-json FILE] [--reference-timeout S] \
+        [--estimator-lite-root DIR]
 
-It writes, in WORKDIR (a fresh temporary directory by default):
-  - `tensorflow_estimator/...`: a name-mapping shim, one module for each
-    tf.estimator module the tests import. Each resolves a name first from its
-    alias table (tf.estimator's name -> estimator_lite's), then from the
+The tests are every `py_test` of the BUILD files under
+tensorflow_estimator/python/estimator (`tree_test_files`; --files picks some),
+but tpu/'s (upstream_tpu.py's part) and tf_estimator_doctest.py. Each file is
+measured as upstream_runner.py says: run whole on tf.estimator 2.15 in the
+reference venv (cached in --reference-json), then the tests that passed there
+and are in scope (`scope`) run here, against estimator_lite through a
+name-mapping shim written in WORKDIR (a fresh temporary directory by default):
+
+  - `tensorflow_estimator/...`: one module for each tf.estimator module the
+    tests import (SHIM_MODULES). Each resolves a name from its alias table
+    (tf.estimator's name -> estimator_lite's), else a public name from the
     estimator_lite modules listed for it; a name found in neither raises
-    AttributeError, so a test that needs it fails (nothing is skipped);
-  - the test files themselves, and tf.estimator's test helper
-    `hooks/fake_summary_writer.py`;
-then runs pytest over them and prints one line per file (passed / total) and
-the total. Upstream tests that patch tf.estimator's privates with `mock` patch
-the shim, not estimator_lite: they fail here, and count as failures.
+    AttributeError, so a test that needs it fails (nothing is skipped). A
+    module estimator_lite has no counterpart of (kmeans, rnn, sdca,
+    timeseries, ...) maps nothing: its tests fail;
+  - beside them, tf.estimator's test-support modules (SUPPORT_FILES: the
+    dnn/linear testing utils, the fake summary writer, head_utils' test
+    helpers), copied as they are.
 
-Then (unless --no-tpu; alone with --tpu-only) tf.estimator 2.15's `tpu/` tests
-against estimator_lite.tpu, measured on the tests that pass on tf.estimator
-2.15 itself in the reference venv (ref_env.py), in two passes (as written, and
-with use_tpu=False forced): see upstream_tpu.py.
+It prints a table per file (collected, 2.15 pass, out of scope, selected,
+passed, failed), the totals with and without the files of the estimators
+estimator_lite leaves out (MISSING_ESTIMATOR_FILES), and with --failures each
+failure. Then (unless --no-tpu; alone with --tpu-only) the `tpu/` tests
+against estimator_lite.tpu, in two passes (as written, and with use_tpu=False
+forced): see upstream_tpu.py.
 """
 import argparse
 import ast
+import collections
+import fnmatch
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ElementTree
+import time
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_PACKAGE = "tensorflow_estimator/python/estimator"
+import ref_env
+import upstream_runner
 
-# The public-API tests of tf.estimator 2.15 (the measure named by issue 16),
-# and its Keras model_to_estimator tests (issue 18).
-TEST_FILES = (
-    "run_config_test.py",
-    "estimator_test.py",
-    "model_fn_test.py",
-    "training_test.py",
-    "export/export_test.py",
-    "exporter_test.py",
-    "early_stopping_test.py",
-    "object_checkpointing_test.py",
-    "hooks/hooks_test.py",
-    "hooks/basic_session_run_hooks_test.py",
-    "keras_test.py",
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = "tensorflow_estimator/python/estimator"
+_PREFIX = "tensorflow_estimator.python.estimator."
+
+# py_test sources that are not part of the tree's measure: the TPU tests
+# (upstream_tpu.py's), and the doctest of tf.estimator's docstrings.
+_OTHER_TESTS = ("tpu/*", "tf_estimator_doctest.py")
+
+# The test files of estimators estimator_lite leaves out on purpose (KMeans,
+# the RNN estimators, LinearSDCA and its hash table, the time-series
+# estimators): their tests fail here, and the totals are printed without them too.
+MISSING_ESTIMATOR_FILES = (
+    "canned/kmeans_test.py",
+    "canned/rnn_test.py",
+    "canned/linear_optimizer/*",
+    "canned/timeseries/*",
 )
-# Upstream test helpers the tests import (test support, not library code).
-HELPER_FILES = ("hooks/fake_summary_writer.py",)
+
+# tf.estimator's test-support modules the tests import: copied into the shim
+# package as they are (upstream path -> path in the shim package). head_utils
+# is a library module (its binary_or_multi_class_head is estimator_lite's
+# too) that also holds the heads' test assertions (`_assert_no_hooks`, ...,
+# which use only the public EstimatorSpec and Scaffold): they are copied
+# under another name, and the shim's head_utils aliases them.
+SUPPORT_FILES = {
+    "hooks/fake_summary_writer.py": "hooks/fake_summary_writer.py",
+    "canned/dnn_testing_utils.py": "canned/dnn_testing_utils.py",
+    "canned/linear_testing_utils.py": "canned/linear_testing_utils.py",
+    "canned/v1/dnn_testing_utils_v1.py": "canned/v1/dnn_testing_utils_v1.py",
+    "canned/v1/linear_testing_utils_v1.py": "canned/v1/linear_testing_utils_v1.py",
+    "head/head_utils.py": "head/head_utils_test_support.py",
+}
+_HEAD_TEST_SUPPORT = _PREFIX + "head.head_utils_test_support"
+
+
+def _v1_v2(module, *names):
+  """tf.estimator's v1 class `X` is estimator_lite's `XV1`, and its v2 class `XV2`
+  estimator_lite's `X` (the same public classes under the other convention)."""
+  aliases = {}
+  for name in names:
+    aliases[name] = "%s:%sV1" % (module, name)
+    aliases[name + "V2"] = "%s:%s" % (module, name)
+  return aliases
+
+
+_TASKS = ("Classifier", "Regressor", "Estimator")
+_NOTHING = ((), {})
 
 # shim module (relative to tensorflow_estimator.python.estimator) ->
-#   (estimator_lite modules searched in order, {tf.estimator name: "module:name"}).
+#   (estimator_lite modules searched in order for public names,
+#    {tf.estimator name: "module:name"}).
+# A `_`-prefixed name (not a dunder: util.tf_keras_v1.__internal__ is tf_keras')
+# resolves only through the alias table: a private name of
+# estimator_lite that happens to be spelt like tf.estimator's (canned.dnn's
+# `_dnn_model_fn`, a builder of model_fns where tf.estimator's is a model_fn)
+# is not its counterpart.
 SHIM_MODULES = {
     "estimator": (
         ("estimator_lite.estimator", "estimator_lite"),
@@ -72,8 +122,10 @@ SHIM_MODULES = {
          "_load_global_step_from_checkpoint_dir":
              "estimator_lite._session.checkpoints:latest_global_step",
          "_write_dict_to_summary": "estimator_lite._util.events:write_dict_to_summary"}),
+    # tf.estimator's estimator_lib gathers the v1 namespace's names (its
+    # DNNClassifier is the v1 class).
     "estimator_lib": (
-        ("estimator_lite", "estimator_lite.experimental"),
+        ("estimator_lite.compat.v1", "estimator_lite", "estimator_lite.experimental"),
         {"EstimatorV2": "estimator_lite.estimator:Estimator",
          "_write_dict_to_summary": "estimator_lite._util.events:write_dict_to_summary"}),
     "model_fn": (
@@ -92,20 +144,79 @@ SHIM_MODULES = {
          "estimator_lite.export.supervised_input_receiver",
          "estimator_lite.export.receiver_tensors", "estimator_lite.export.export_output"), {}),
     "export.export_output": (("estimator_lite.export.export_output",), {}),
+    "export.function": _NOTHING,
     "early_stopping": (
         ("estimator_lite.experimental.early_stopping",),
-        {"read_eval_metrics": "estimator_lite._util.events:read_eval_metrics"}),
+        {"read_eval_metrics": "estimator_lite._util.events:read_eval_metrics",
+         **{name: "estimator_lite.experimental.early_stopping:" + name for name in (
+             "_CheckForStoppingHook", "_StopOnPredicateHook", "_get_or_create_stop_var")}}),
+    "estimator_export": _NOTHING,
+    "extenders": (("estimator_lite.canned.add_metrics",), {}),
+    "gc": _NOTHING,
     "hooks.hooks": (
         ("estimator_lite.experimental.in_memory_evaluator_hook",
-         "estimator_lite.experimental.stop_at_checkpoint_step"), {}),
+         "estimator_lite.experimental.stop_at_checkpoint_step"),
+        {"_StopAtCheckpointStepHook":
+             "estimator_lite.experimental.stop_at_checkpoint_step:_StopAtCheckpointStepHook"}),
     "hooks.basic_session_run_hooks": (("estimator_lite.hooks",), {}),
     "inputs.numpy_io": (("estimator_lite.inputs.numpy_io",), {}),
+    "inputs.pandas_io": (("estimator_lite.inputs.pandas_io",), {}),
+    # tf.estimator's queue-based feeding; estimator_lite's input_fns feed
+    # tf.data datasets.
+    "inputs.queues.feeding_functions": _NOTHING,
+    "inputs.queues.feeding_queue_runner": _NOTHING,
+    # A package: tf_keras* are its modules, and util.py's names its own.
+    "util": (("estimator_lite._graph.input_fn",), {}),
     "util.tf_keras": (("tf_keras",), {}),
     "util.tf_keras_v1": (("tf_keras.api._v1.keras",), {}),
     "util.tf_keras_v2": (("tf_keras",), {}),
     "keras_lib": (("estimator_lite.keras",), {}),
-    "canned.dnn": (("estimator_lite.canned.dnn",), {}),
+    "tools.checkpoint_converter": _NOTHING,
+    "canned.baseline": (("estimator_lite.canned.baseline",),
+                        _v1_v2("estimator_lite.canned.baseline",
+                               *("Baseline" + task for task in _TASKS))),
+    "canned.dnn": (("estimator_lite.canned.dnn",),
+                   _v1_v2("estimator_lite.canned.dnn", *("DNN" + task for task in _TASKS))),
+    "canned.dnn_linear_combined": (
+        ("estimator_lite.canned.dnn_linear_combined",),
+        dict(_v1_v2("estimator_lite.canned.dnn_linear_combined",
+                    *("DNNLinearCombined" + task for task in _TASKS)),
+             # The same model_fn: arguments, order and defaults.
+             _dnn_linear_combined_model_fn_v2=(
+                 "estimator_lite.canned.dnn_linear_combined:dnn_linear_combined_model_fn_v2"))),
+    "canned.linear": (
+        ("estimator_lite.canned.linear", "estimator_lite.canned.linear_model"),
+        dict(_v1_v2("estimator_lite.canned.linear", *("Linear" + task for task in _TASKS)),
+             _compute_fraction_of_zero="estimator_lite.canned.linear_model:fraction_of_zero")),
+    # tf.estimator's v1 heads (canned/head.py): private functions throughout.
+    "canned.head": _NOTHING,
+    "canned.metric_keys": (("estimator_lite.canned.metric_keys",), {}),
     "canned.prediction_keys": (("estimator_lite.canned.prediction_keys",), {}),
+    "canned.optimizers": (("estimator_lite.canned.optimizers",), {}),
+    "canned.parsing_utils": (
+        ("estimator_lite.canned.parse_example_spec",),
+        {name + "_v2": "estimator_lite.canned.parse_example_spec:" + name
+         for name in ("classifier_parse_example_spec", "regressor_parse_example_spec")}),
+    "canned.saved_model_estimator": _NOTHING,
+    "canned.kmeans": _NOTHING,
+    "canned.rnn": _NOTHING,
+    "canned.linear_optimizer.python.utils.sdca_ops": _NOTHING,
+    "canned.linear_optimizer.python.utils.sharded_mutable_dense_hashtable": _NOTHING,
+    **{"canned.timeseries." + name: _NOTHING for name in (
+        "ar_model", "estimators", "feature_keys", "head", "math_utils", "model",
+        "model_utils", "saved_model_utils", "state_management")},
+    "head.base_head": (("estimator_lite.head.base_head", "estimator_lite.head.losses"), {}),
+    "head.binary_class_head": (("estimator_lite.head.binary_class_head",), {}),
+    "head.multi_class_head": (("estimator_lite.head.multi_class_head",), {}),
+    "head.multi_head": (("estimator_lite.head.multi_head",), {}),
+    "head.multi_label_head": (("estimator_lite.head.multi_label_head",), {}),
+    "head.regression_head": (("estimator_lite.head.regression_head",), {}),
+    "head.sequential_head": _NOTHING,
+    "head.head_utils": (
+        ("estimator_lite.head.head_utils",),
+        {name: _HEAD_TEST_SUPPORT + ":" + name for name in (
+            "_DEFAULT_SERVING_KEY", "_assert_no_hooks", "_assert_simple_summaries",
+            "_initialize_variables")}),
 }
 
 _SHIM_TEMPLATE = '''"""Shim: tf.estimator's {name} resolved from estimator_lite (generated)."""
@@ -119,22 +230,31 @@ def __getattr__(name):
   if name in _ALIASES:
     module_name, attribute = _ALIASES[name].split(":")
     return getattr(importlib.import_module(module_name), attribute)
-  for module_name in _SOURCES:
-    module = importlib.import_module(module_name)
-    if hasattr(module, name):
-      return getattr(module, name)
+  if not name.startswith("_") or name.startswith("__"):
+    for module_name in _SOURCES:
+      module = importlib.import_module(module_name)
+      if hasattr(module, name):
+        return getattr(module, name)
   raise AttributeError("shim {name}: estimator_lite has no %r" % name)
 '''
 
 
 def write_shim(workdir, modules=None):
-  """Writes the shim package under `workdir`: SHIM_MODULES, or `modules`."""
-  packages = {"tensorflow_estimator", "tensorflow_estimator/python", _PACKAGE}
-  for name, (sources, aliases) in (modules or SHIM_MODULES).items():
+  """Writes the shim package under `workdir`: SHIM_MODULES, or `modules`.
+
+  A shim module that other shim modules are under (`util`, parent of
+  `util.tf_keras`) is written as its package's __init__.py.
+  """
+  modules = modules or SHIM_MODULES
+  packages = {"tensorflow_estimator", "tensorflow_estimator/python", PACKAGE}
+  for name in modules:
     parts = name.split(".")
     for depth in range(1, len(parts)):
-      packages.add(os.path.join(_PACKAGE, *parts[:depth]))
-    path = os.path.join(workdir, _PACKAGE, *parts) + ".py"
+      packages.add(os.path.join(PACKAGE, *parts[:depth]))
+  for name, (sources, aliases) in modules.items():
+    path = os.path.join(workdir, PACKAGE, *name.split("."))
+    path = os.path.join(path, "__init__.py") if os.path.relpath(path, workdir) in packages \
+        else path + ".py"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
       f.write(_SHIM_TEMPLATE.format(name=name, sources=sources, aliases=aliases))
@@ -143,19 +263,57 @@ def write_shim(workdir, modules=None):
     open(os.path.join(workdir, package, "__init__.py"), "a").close()
 
 
-def copy_tests(upstream, workdir):
-  """Copies the tests and their helpers from the upstream checkout."""
-  for relative in TEST_FILES + HELPER_FILES:
-    source = os.path.join(upstream, _PACKAGE, relative)
-    if not os.path.exists(source):
-      raise SystemExit("not in the upstream checkout: %s" % source)
-    shutil.copy(source, os.path.join(workdir, _PACKAGE, relative))
+def copy_support(upstream, workdir):
+  """Copies SUPPORT_FILES into the shim package (its packages made as needed)."""
+  for source, target in SUPPORT_FILES.items():
+    path = os.path.join(workdir, PACKAGE, target)
+    directory = os.path.dirname(path)
+    while not os.path.exists(os.path.join(directory, "__init__.py")):
+      os.makedirs(directory, exist_ok=True)
+      open(os.path.join(directory, "__init__.py"), "a").close()
+      directory = os.path.dirname(directory)
+    shutil.copy(os.path.join(upstream, PACKAGE, source), path)
 
+
+def tree_test_files(upstream):
+  """The source of every `py_test` in the BUILD files under PACKAGE, but _OTHER_TESTS'.
+
+  A target's test file is its `main`, else its first `srcs` entry; several
+  targets (the `_gpu` variants) share one file.
+  """
+  root = os.path.join(upstream, PACKAGE)
+  files = set()
+  for directory, _, names in os.walk(root):
+    if "BUILD" not in names:
+      continue
+    with open(os.path.join(directory, "BUILD")) as f:
+      build = f.read()
+    for target in re.finditer(r"^py_test\((.*?)^\)", build, re.M | re.S):
+      main = re.search(r'\bmain = "([^"]+)"', target.group(1))
+      srcs = re.search(r'\bsrcs = \[\s*"([^"]+)"', target.group(1))
+      source = (main or srcs).group(1)
+      files.add(os.path.relpath(os.path.join(directory, source), root))
+  return sorted(name for name in files
+                if not any(fnmatch.fnmatch(name, pattern) for pattern in _OTHER_TESTS))
+
+
+def is_missing_estimator(name):
+  """Whether `name` tests an estimator estimator_lite leaves out (MISSING_ESTIMATOR_FILES)."""
+  return any(fnmatch.fnmatch(name, pattern) for pattern in MISSING_ESTIMATOR_FILES)
+
+
+# -- Which tests are in scope -----------------------------------------------------
 
 # What `scope()` says of a test that does not test the public API.
 OUT_OF_SCOPE_REASONS = {
-    "private": "calls a private name of tf.estimator that estimator_lite has no counterpart of",
+    "private": "uses a name of tf.estimator that 2.15 did not export (`_`-prefixed, an "
+               "internal module's, or an attribute of its objects') and estimator_lite has "
+               "no counterpart of",
+    "tensorflow": "imports a TensorFlow module that this TensorFlow no longer has "
+                  "(tensorflow.python.distribute.estimator_training)",
     "mock": "patches a module's function with mock (tf.estimator's implementation)",
+    "unresolved": "a test method scope() cannot find in the file or its test-support "
+                  "modules (inherited from TensorFlow's test bases)",
 }
 
 
@@ -164,9 +322,15 @@ OUT_OF_SCOPE_REASONS = {
 _IMPLEMENTATION_TARGETS = {"training", "server_lib", "gfile", "basic_session_run_hooks",
                            "tf.train.SessionManager", "tf.compat.v1.train"}
 
+# What scope() knows of one module (a test file or a test-support module):
+#   aliases: {name it binds: the tf.estimator module or name it stands for};
+#   tainted: {name or "alias.name": out-of-scope reasons of that helper};
+#   classes: {name or "alias.Name": (ClassDef, the Context it is defined in)}.
+Context = collections.namedtuple("Context", "aliases tainted classes")
 
-def _estimator_aliases(tree):
-  """{name the test binds: tf.estimator module (the shim's) it stands for}."""
+
+def estimator_aliases(tree):
+  """{name the module binds: tf.estimator module (the shim's) or name it stands for}."""
   aliases = {}
   for node in ast.walk(tree):
     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensorflow_estimator"):
@@ -183,7 +347,7 @@ def _shim_has(module_name, attribute):
     return False
 
 
-def _dotted(node):
+def dotted(node):
   """`a.b.c` for a Name/Attribute chain, else None."""
   parts = []
   while isinstance(node, ast.Attribute):
@@ -194,32 +358,139 @@ def _dotted(node):
   return ".".join([node.id] + parts[::-1])
 
 
-def _reasons(node, aliases, tainted):
-  """The out-of-scope reasons that the code under `node` gives."""
-  reasons = set()
+def _internal(module, name, public):
+  """Whether `module.name` (a tf.estimator module's name) is one 2.15 did not export and
+  the shim does not map: `public` is {module, relative: its exported names} (public_names)."""
+  relative = module[len(_PREFIX):] if module.startswith(_PREFIX) else None
+  return (relative in public and name not in public[relative]
+          and not _shim_has(module, name))
+
+
+def reads_private_attribute(node, aliases):
+  """Whether `node` reads a `_`-prefixed attribute of an object it made with a tf.estimator
+  class (`est._session_config` of `est = estimator.EstimatorV2(...)`): tf.estimator's
+  implementation, which the names alone do not show."""
+  made = set()
+  for child in ast.walk(node):
+    if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
+      if (dotted(child.value.func) or "").split(".")[0] in aliases:
+        made |= {target.id for target in child.targets if isinstance(target, ast.Name)}
+  return any(isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name)
+             and child.value.id in made and child.attr.startswith("_")
+             and not child.attr.startswith("__")
+             for child in ast.walk(node))
+
+
+def reasons(node, aliases, tainted, public=None):
+  """The out-of-scope reasons that the code under `node` gives.
+
+  `public` ({tf.estimator module, relative: the names 2.15 exported}, see
+  public_names) also makes "private" an internal name that is not
+  `_`-prefixed (canned.dnn's dnn_logit_fn_builder_v2, head.sequential_head's
+  SequentialHeadWrapper) when estimator_lite has no counterpart of it.
+  """
+  found = set()
+  if public is not None and reads_private_attribute(node, aliases):
+    found.add("private")
   for child in ast.walk(node):
     if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
       if (child.value.id in aliases and child.attr.startswith("_")
           and not child.attr.startswith("__")
           and not _shim_has(aliases[child.value.id], child.attr)):
-        reasons.add("private")
+        found.add("private")
+      if (public is not None and child.value.id in aliases and not child.attr.startswith("_")
+          and _internal(aliases[child.value.id], child.attr, public)):
+        found.add("private")
+      found |= tainted.get(child.value.id + "." + child.attr, set())
     if isinstance(child, ast.Name):
-      reasons |= tainted.get(child.id, set())
-    if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-        and child.func.attr == "object" and child.args):
-      target = _dotted(child.args[0]) or ""
-      if target.split(".")[0] in aliases or target in _IMPLEMENTATION_TARGETS:
-        reasons.add("mock")
-  return reasons
+      found |= tainted.get(child.id, set())
+      if public is not None and child.id in aliases:
+        module, _, name = aliases[child.id].rpartition(".")
+        if _internal(module, name, public):
+          found.add("private")
+    if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and child.args:
+      if child.func.attr == "object":
+        target = dotted(child.args[0]) or ""
+        if target.split(".")[0] in aliases or target in _IMPLEMENTATION_TARGETS:
+          found.add("mock")
+      elif child.func.attr == "patch" and isinstance(child.args[0], ast.Constant):
+        if str(child.args[0].value).startswith("tensorflow_estimator"):
+          found.add("mock")
+  return found
 
 
-def _class_methods(node, classes):
-  """{name: FunctionDef} of class `node`, with those of its module-level bases."""
+def module_context(tree, support=None, _contexts=None, public=None):
+  """The Context of one parsed module.
+
+  Args:
+    tree: the module's AST.
+    support: {test-support module's dotted name: its source}: the names the
+      module reaches of those (a helper function, a base class) bring their
+      own reasons, computed in their module.
+    _contexts: the support modules' Contexts computed so far (a cache).
+    public: see `reasons`.
+
+  Returns:
+    Its Context. A module-level function or class (not a test class:
+    `_is_test_class`) is tainted with the reasons of its code, in order, so that one
+    helper calling another passes its reasons on.
+  """
+  support = support or {}
+  _contexts = {} if _contexts is None else _contexts
+  aliases = estimator_aliases(tree)
+  tainted, classes = {}, {}
+  for alias, target in aliases.items():
+    module, _, name = target.rpartition(".")
+    if target in support:  # `from ... import dnn_testing_utils`
+      other = _support_context(target, support, _contexts, public)
+      tainted.update((alias + "." + key, value) for key, value in other.tainted.items()
+                     if "." not in key)
+      classes.update((alias + "." + key, value) for key, value in other.classes.items()
+                     if "." not in key)
+    elif module in support:  # `from ...dnn_testing_utils import assert_close`
+      other = _support_context(module, support, _contexts, public)
+      if name in other.tainted:
+        tainted[alias] = other.tainted[name]
+      if name in other.classes:
+        classes[alias] = other.classes[name]
+  context = Context(aliases, tainted, classes)
+  for node in tree.body:
+    if isinstance(node, ast.ClassDef):
+      classes[node.name] = (node, context)
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not _is_test_class(node):
+      found = reasons(node, aliases, tainted, public)
+      if found:
+        tainted[node.name] = found
+  return context
+
+
+def _is_test_class(node):
+  """Whether `node` is a class of tests (named *Test, or with test methods): its
+  tests take their own reasons, it passes none on to the code naming it
+  (`super(ThisTest, self)`)."""
+  return isinstance(node, ast.ClassDef) and (
+      node.name.endswith("Test") or any(isinstance(m, ast.FunctionDef)
+                                        and m.name.startswith("test") for m in node.body))
+
+
+def _support_context(name, support, contexts, public):
+  if name not in contexts:
+    contexts[name] = Context({}, {}, {})  # a module importing itself back: nothing more
+    contexts[name] = module_context(ast.parse(support[name]), support, contexts, public)
+  return contexts[name]
+
+
+def class_methods(node, context):
+  """{name: (FunctionDef, the Context it is defined in)} of class `node` (defined in
+  `context`), with those of the bases that context knows (its own classes, the
+  test-support modules' ones)."""
   methods = {}
   for base in node.bases:
-    if isinstance(base, ast.Name) and base.id in classes:
-      methods.update(_class_methods(classes[base.id], classes))
-  methods.update((m.name, m) for m in node.body if isinstance(m, ast.FunctionDef))
+    key = dotted(base)
+    if key in context.classes:
+      base_node, base_context = context.classes[key]
+      methods.update(class_methods(base_node, base_context))
+  methods.update((m.name, (m, context)) for m in node.body if isinstance(m, ast.FunctionDef))
   return methods
 
 
@@ -230,35 +501,68 @@ def _self_calls(method):
           and child.value.id == "self"}
 
 
-def scope(source):
+def _imports_missing_tensorflow_module(tree):
+  """Whether the module imports a `tensorflow.*` module this TensorFlow does not have."""
+  for node in ast.walk(tree):
+    names = []
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensorflow."):
+      names = [node.module + "." + alias.name for alias in node.names]
+    for name in names:
+      if name.startswith("tensorflow.") and not _importable(name):
+        return True
+  return False
+
+
+def _importable(name):
+  """Whether `name` is a module, or a name of a module, that imports here."""
+  try:
+    importlib.import_module(name)
+    return True
+  except ImportError:
+    module, _, attribute = name.rpartition(".")
+    try:
+      return hasattr(importlib.import_module(module), attribute)
+    except ImportError:
+      return False
+
+
+def scope(source, support=None, public=None):
   """Returns {(class, test method): set of out-of-scope reasons} for one test file.
 
   A test is in scope (empty set) when it exercises tf.estimator's public API,
-  or private names the shim maps onto estimator_lite. Module-level helpers, and
-  the class's own helper methods and decorators, pass their reasons on to the
-  tests that use them. The shim must be importable.
+  or private names the shim maps onto estimator_lite. Module-level helpers,
+  the class's own helper methods, its __init__, setUp, setUpClass and
+  decorators pass their reasons on to the tests that use them; so do the
+  test-support modules in `support` ({dotted name: source}): a test class
+  inheriting from dnn_testing_utils.BaseDNNModelFnTest gets its test methods,
+  each with the reasons of its code there, and a __init__ in the test file that
+  hands the base `dnn._dnn_model_fn` makes all of them private. Every class of
+  the file is listed (pytest collects TestCase classes whatever their name).
+  With `public` (see `reasons`), an internal tf.estimator name estimator_lite
+  has no counterpart of, and a `_` attribute of an object a tf.estimator class
+  made, are "private" too; a file importing a TensorFlow module this
+  TensorFlow lacks is out of scope whole ("tensorflow").
+  The shim must be importable.
   """
   tree = ast.parse(source)
-  aliases = _estimator_aliases(tree)
-  tainted = {}
-  for node in tree.body:
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.endswith("Test"):
-      reasons = _reasons(node, aliases, tainted)
-      if reasons:
-        tainted[node.name] = reasons
-  classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+  context = module_context(tree, support, public=public)
+  file_reasons = ({"tensorflow"} if public is not None
+                  and _imports_missing_tensorflow_module(tree) else set())
   tests = {}
-  for node in classes.values():
-    if not node.name.endswith("Test"):
+  for node in tree.body:
+    if not isinstance(node, ast.ClassDef):
       continue
-    methods = _class_methods(node, classes)
-    shared = set()
+    methods = class_methods(node, context)
+    shared = set(file_reasons)
     for decorator in node.decorator_list:
-      shared |= _reasons(decorator, aliases, tainted)
-    own = {name: _reasons(method, aliases, tainted) for name, method in methods.items()}
-    for name in ("setUp", "setUpClass"):
+      shared |= reasons(decorator, context.aliases, context.tainted, public)
+    own = {name: reasons(method, where.aliases, where.tainted, public)
+           for name, (method, where) in methods.items()}
+    for name in ("__init__", "setUp", "setUpClass"):
       shared |= own.get(name, set())
-    for name, method in methods.items():
+    for name, (method, _) in methods.items():
       if name.startswith("test"):
         helpers = {helper for helper in _self_calls(method)
                    if helper in own and not helper.startswith("test")}
@@ -266,151 +570,264 @@ def scope(source):
   return tests
 
 
-_CONFTEST = '''"""Deselects the tests upstream_suite.py found out of scope (generated)."""
-import json
-import os
-
-with open(os.path.join(os.path.dirname(__file__), "out_of_scope.json")) as f:
-  _OUT = {tuple(key.split("::")) for key in json.load(f)}
-
-
-def _source_method(item):
-  # absl's parameterized tests are named <method><suffix>: find <method>.
-  defined = [name for name in dir(item.cls) if item.name.startswith(name)]
-  return max(defined, key=len) if defined else item.name
+def support_sources(upstream):
+  """{dotted module name: source} of SUPPORT_FILES, as the tests import them."""
+  sources = {}
+  for source in SUPPORT_FILES:
+    with open(os.path.join(upstream, PACKAGE, source)) as f:
+      sources[_PREFIX + source[:-3].replace("/", ".")] = f.read()
+  return sources
 
 
-def pytest_collection_modifyitems(config, items):
-  kept, dropped = [], []
-  for item in items:
-    key = (os.path.basename(str(item.fspath)), item.cls.__name__ if item.cls else "",
-           _source_method(item))
-    (dropped if key in _OUT else kept).append(item)
-  items[:] = kept
-  config.hook.pytest_deselected(items=dropped)
-'''
+# -- tf.estimator 2.15's public names ------------------------------------------------
 
-
-def write_scope(workdir):
-  """Writes out_of_scope.json and the conftest that applies it; returns the scope table."""
-  table = {}
-  for relative in TEST_FILES:
-    with open(os.path.join(workdir, _PACKAGE, relative)) as f:
-      for (cls, method), reasons in scope(f.read()).items():
-        table["::".join((os.path.basename(relative), cls, method))] = sorted(reasons)
-  out = [key for key, reasons in table.items() if reasons]
-  with open(os.path.join(workdir, "out_of_scope.json"), "w") as f:
-    json.dump(out, f)
-  with open(os.path.join(workdir, "conftest.py"), "w") as f:
-    f.write(_CONFTEST)
-  return table
-
-
-def summarize(junit_path):
-  """Returns {test file: {"passed": n, "total": n, "failed": ["id | message"], "skipped": n}}.
-
-  A test upstream skips itself (under TensorFlow 2, e.g. `run_v1_only`) is not
-  counted in the total.
-  """
-  per_file = {}
-  for case in ElementTree.parse(junit_path).iter("testcase"):
-    file_key = case.get("classname", "").split(".")
-    file_key = "/".join(part for part in file_key if not part[:1].isupper())
-    entry = per_file.setdefault(file_key, {"passed": 0, "total": 0, "failed": [], "skipped": 0})
-    outcome = [child.tag for child in case]
-    if "skipped" in outcome:
-      entry["skipped"] += 1
+# Run by the reference interpreter: prints {module, relative to
+# tensorflow_estimator.python.estimator: [its names whose objects 2.15's public
+# API (tf.estimator, tf.compat.v1.estimator, tf.compat.v2.estimator and their
+# submodules) holds]}, for the modules given as arguments. Objects are
+# compared by identity; numbers and strings are not objects of their own.
+_PUBLIC_NAMES_PROBE = """
+import importlib, json, os, sys, types
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+public, seen = set(), set()
+def walk(module):
+  if id(module) in seen:
+    return
+  seen.add(id(module))
+  for name in dir(module):
+    if name.startswith("_"):
       continue
-    entry["total"] += 1
-    problems = [child for child in case if child.tag in ("failure", "error")]
-    if problems:
-      message = " ".join((problems[0].get("message") or "").split())[:300]
-      entry["failed"].append("%s::%s | %s" % (case.get("classname").split(".")[-1],
-                                              case.get("name"), message))
-    else:
-      entry["passed"] += 1
-  return per_file
+    try:
+      value = getattr(module, name)
+    except Exception:
+      continue
+    if isinstance(value, types.ModuleType):
+      if "estimator" in value.__name__:
+        walk(value)
+    elif not isinstance(value, (str, bytes, int, float, bool, tuple, type(None))):
+      public.add(id(value))
+for root in (tf.estimator, tf.compat.v1.estimator, tf.compat.v2.estimator):
+  walk(root)
+names = {}
+for relative in sys.argv[1:]:
+  try:
+    module = importlib.import_module("tensorflow_estimator.python.estimator." + relative)
+  except Exception:
+    continue
+  names[relative] = sorted(n for n in dir(module) if not n.startswith("_")
+                           and id(getattr(module, n)) in public)
+print(json.dumps(names))
+"""
+
+
+def public_names(python, cache_path):
+  """{tf.estimator module, relative: the names 2.15 exported}, for SHIM_MODULES' modules.
+
+  Read from `cache_path` when it exists; else computed by the reference
+  interpreter (`python`, or ref_env's) and written there.
+  """
+  if os.path.exists(cache_path):
+    with open(cache_path) as f:
+      return json.load(f)
+  python = python or ref_env.ensure_ref_python()
+  proc = subprocess.run([python, "-c", _PUBLIC_NAMES_PROBE, *sorted(SHIM_MODULES)],
+                        capture_output=True, text=True, env=ref_env.subprocess_env(),
+                        check=False)
+  if proc.returncode != 0:
+    raise SystemExit("listing tf.estimator 2.15's public names failed:\n" + proc.stderr[-3000:])
+  names = json.loads(proc.stdout.strip().splitlines()[-1])
+  with open(cache_path, "w") as f:
+    json.dump(names, f, indent=1, sort_keys=True)
+  return names
+
+
+# -- Running the tree ----------------------------------------------------------------
+
+# The tree's passes, as upstream ran its tests (the conftest's switches): A, as
+# written, with TensorFlow 2 behaviour; v1, with disable_v2_behavior() first,
+# as upstream also ran every test (its `run_v1_only` tests, the canned/v1/
+# files and numpy_io/pandas_io among them, run only there).
+PASSES = {"A": {}, "v1": {"UPSTREAM_V1": "1"}}
+PASS_DESCRIPTIONS = {"A": "as written (TensorFlow 2 behaviour)",
+                     "v1": "disable_v2_behavior() first"}
+# Seconds before one test fails on tf.estimator 2.15: generous, the slowest
+# canned-estimator tests take over a minute on a 2-core machine.
+TREE_REFERENCE_TIMEOUT = 300
+
+
+def local_env(pythonpath):
+  """The environment of a test process here: the shim and estimator_lite first."""
+  return dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath), TF_USE_LEGACY_KERAS="1")
+
+
+def _counts(rows):
+  return dict(zip(upstream_runner.TABLE_FIELDS[:6],
+                  (sum(row[i] for row in rows) for i in range(1, 7))))
+
+
+def run_tree(args, workdir, pythonpath):
+  """The tree's measure, in each of PASSES: scopes, runs and prints; returns the summary."""
+  start = time.monotonic()
+  source_dir = os.path.join(args.upstream, PACKAGE)
+  files = args.files or tree_test_files(args.upstream)
+  for name in files:
+    if not os.path.exists(os.path.join(source_dir, name)):
+      raise SystemExit("not in the upstream checkout: %s" % os.path.join(source_dir, name))
+  cache_path = args.reference_json or os.path.join(workdir, "reference_215.json")
+  reference = upstream_runner.reference_outcomes(
+      source_dir, files, os.path.join(workdir, "tree_tests_215"), cache_path,
+      args.reference_python, args.reference_timeout or TREE_REFERENCE_TIMEOUT, PASSES)
+  public = public_names(args.reference_python,
+                        os.path.splitext(cache_path)[0] + "_public_names.json")
+  if args.reference_only:
+    return None
+
+  support = support_sources(args.upstream)
+  scopes = {}
+  for name in files:
+    with open(os.path.join(source_dir, name)) as f:
+      scopes[name] = scope(f.read(), support, public)
+  directory = os.path.join(workdir, "tree_tests")
+  upstream_runner.write_test_dir(directory, source_dir, files, reference=False)
+  env = local_env(pythonpath)
+  summary = {"passes": {}, "scope": {"::".join((name,) + key): sorted(found)
+                                     for name, table in scopes.items()
+                                     for key, found in table.items()}}
+  for pass_name, switches in PASSES.items():
+    rows, failures, selections, out_of_scope, not_counted = [], [], {}, {}, 0
+    for name in files:
+      entry = reference["files"][name]
+      counts, selected, out, not_tests = upstream_runner.select(entry["passes"][pass_name],
+                                                                scopes[name])
+      selections[name], not_counted = selected, not_counted + not_tests
+      out_of_scope.update(out)
+      passed, failed, seconds = upstream_runner.run_selected(
+          sys.executable, directory, name,
+          upstream_runner.file_env(env, entry["v1"], **switches), selected, args.timeout,
+          tag=pass_name + "_", k=args.k, x=args.x)
+      failures += ["[%s] %s" % (pass_name, failure) for failure in failed]
+      rows.append((name,) + counts + (len(passed) + len(failed), len(passed), len(failed),
+                                      round(seconds, 1)))
+      print("pass %s, %s: %d selected, %d passed (%.0f s)"
+            % (pass_name, name, len(selected), len(passed), seconds), flush=True)
+    print("\npass %s (%s), out of scope:" % (pass_name, PASS_DESCRIPTIONS[pass_name]))
+    for reason, text in OUT_OF_SCOPE_REASONS.items():
+      tests = sum(reason in found for found in out_of_scope.values())
+      print("  %s: %d of the tests that pass on 2.15" % (text, tests))
+    print("\npass %s: tf.estimator 2.15's tests (%d files) that pass on tf.estimator 2.15 "
+          "and are in scope" % (pass_name, len(files)))
+    upstream_runner.print_table(rows, width=60)
+    kept = [row for row in rows if not is_missing_estimator(row[0])]
+    totals = {"all": _counts(rows), "without_missing_estimators": _counts(kept)}
+    for label, counts in (("all files", totals["all"]),
+                          ("without the missing estimators' files",
+                           totals["without_missing_estimators"])):
+      print("pass %s total, %s: %d selected, %d passed, %d failed"
+            % (pass_name, label, counts["selected"], counts["passed"], counts["failed"]))
+    print("(collected: on 2.15; out of scope: of the tests 2.15 passed; not counted: %d "
+          "test_session methods of tf.test.TestCase that pytest collects)" % not_counted)
+    if args.failures:
+      for failure in failures:
+        print("FAILED " + failure)
+    summary["passes"][pass_name] = {
+        "description": PASS_DESCRIPTIONS[pass_name],
+        "files": {row[0]: dict(zip(upstream_runner.TABLE_FIELDS, row[1:]),
+                               missing_estimator=is_missing_estimator(row[0]))
+                  for row in rows},
+        "totals": totals, "failures": failures, "selected": selections,
+        "out_of_scope": out_of_scope}
+  summary["totals"] = {key: {field: sum(p["totals"][key][field]
+                                        for p in summary["passes"].values())
+                             for field in summary["passes"]["A"]["totals"][key]}
+                       for key in ("all", "without_missing_estimators")}
+  for key, label in (("all", "all files"),
+                     ("without_missing_estimators", "without the missing estimators' files")):
+    counts = summary["totals"][key]
+    print("tree total, both passes, %s: %d selected, %d passed, %d failed"
+          % (label, counts["selected"], counts["passed"], counts["failed"]))
+  if args.k:
+    print("(-k %s: selected counts only the selected tests it matches)" % args.k)
+  print("tree: %.0f s" % (time.monotonic() - start))
+  return summary
+
+
+def _grand_totals(tree, tpu):
+  """The tree's totals plus tpu/'s pass A (as written), with and without the files
+  of the missing estimators."""
+  tpu_counts = _counts([(name,) + tuple(entry[field] for field in upstream_runner.TABLE_FIELDS)
+                        for name, entry in tpu["passes"]["A"]["files"].items()])
+  return {key: {field: counts[field] + tpu_counts[field] for field in counts}
+          for key, counts in tree["totals"].items()}
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--upstream", required=True,
                       help="checkout of github.com/tensorflow/estimator at 26a7dc2")
+  parser.add_argument("--files", nargs="+",
+                      help="test files to run, relative to %s (default: the whole tree)"
+                           % PACKAGE)
   parser.add_argument("--workdir", help="default: a fresh temporary directory")
-  parser.add_argument("--json", help="write the per-file summary here")
+  parser.add_argument("--json", help="write the summary here")
   parser.add_argument("-k", help="pytest -k expression")
-  parser.add_argument("-x", action="store_true", help="stop at the first failure")
+  parser.add_argument("-x", action="store_true", help="stop each file at its first failure")
   parser.add_argument("--failures", action="store_true",
-                      help="print each failure with the first 300 characters of its message")
+                      help="print each failure with the first line of its message")
   parser.add_argument("--timeout", type=int, default=120,
-                      help="seconds before one test counts as failed (default 120)")
+                      help="seconds before one test counts as failed here (default 120)")
+  parser.add_argument("--estimator-lite-root", default=REPO_ROOT,
+                      help="the checkout whose estimator_lite is tested (default: this one)")
   tpu = parser.add_mutually_exclusive_group()
   tpu.add_argument("--tpu-only", action="store_true",
                    help="run only the tpu/ tests (upstream_tpu.py)")
   tpu.add_argument("--no-tpu", action="store_true", help="do not run the tpu/ tests")
+  parser.add_argument("--reference-only", action="store_true",
+                      help="only fill the cache of tf.estimator 2.15's outcomes")
   parser.add_argument("--reference-python",
-                      help="python of a venv with TensorFlow 2.15 + tf.estimator 2.15, which "
-                           "selects the tpu/ tests (default: ref_env.ensure_ref_python())")
+                      help="python of a venv with TensorFlow 2.15 + tf.estimator 2.15 "
+                           "(default: ref_env.ensure_ref_python())")
   parser.add_argument("--reference-json",
-                      help="cache of tf.estimator 2.15's tpu/ outcomes: read when it exists, "
-                           "written otherwise (default: WORKDIR/tpu_reference_215.json)")
-  # The slowest tpu/ test that passes on 2.15 takes 8 s; with use_tpu=False
-  # forced, a few of 2.15's run endlessly (predict over a `.repeat()` dataset).
-  parser.add_argument("--reference-timeout", type=int, default=30,
-                      help="seconds before one tpu/ test counts as failed on tf.estimator 2.15 "
-                           "(default 30)")
+                      help="cache of tf.estimator 2.15's outcomes: read, and completed when "
+                           "files are missing (default: in WORKDIR)")
+  parser.add_argument("--reference-timeout", type=int,
+                      help="seconds before one test counts as failed on tf.estimator 2.15 "
+                           "(default: %d for the tree; upstream_tpu.py's for tpu/)"
+                           % TREE_REFERENCE_TIMEOUT)
   args = parser.parse_args(argv)
 
   workdir = args.workdir or tempfile.mkdtemp(prefix="upstream_suite_")
+  os.makedirs(workdir, exist_ok=True)
+  root = os.path.abspath(args.estimator_lite_root)
+  pythonpath = [workdir, root]
   write_shim(workdir)
-  sys.path[:0] = [workdir, _REPO_ROOT]
+  copy_support(args.upstream, workdir)
+  # scope() imports the shim, hence estimator_lite, in this process.
+  sys.path[:0] = pythonpath
   os.environ["TF_USE_LEGACY_KERAS"] = "1"
-  if args.tpu_only:
-    tpu_summary = _run_tpu(args, workdir)
-    if args.json:
-      with open(args.json, "w") as f:
-        json.dump({"tpu": tpu_summary}, f, indent=1)
-    return 0
-  copy_tests(args.upstream, workdir)
-  table = write_scope(workdir)
-  for reason, text in OUT_OF_SCOPE_REASONS.items():
-    methods = [key for key, reasons in table.items() if reason in reasons]
-    print("out of scope, %s: %d test methods" % (text, len(methods)))
-  junit = os.path.join(workdir, "junit.xml")
-  command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider",
-             "--junitxml", junit, "--rootdir", workdir, "-o", "addopts=",
-             "--timeout", str(args.timeout)]
-  command += ["-k", args.k] if args.k else []
-  command += ["-x"] if args.x else []
-  command += [os.path.join(_PACKAGE, relative) for relative in TEST_FILES]
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join([workdir, _REPO_ROOT]),
-             TF_CPP_MIN_LOG_LEVEL="3", TF_USE_LEGACY_KERAS="1")
-  subprocess.run(command, cwd=workdir, env=env, check=False)
-
-  per_file = summarize(junit)
-  passed = sum(entry["passed"] for entry in per_file.values())
-  total = sum(entry["total"] for entry in per_file.values())
-  for file_key, entry in sorted(per_file.items()):
-    print("%-70s %4d / %4d" % (file_key, entry["passed"], entry["total"]))
-  print("%-70s %4d / %4d" % ("total", passed, total))
-  if args.failures:
-    for entry in per_file.values():
-      for failure in entry["failed"]:
-        print("FAILED " + failure)
-  result = {"passed": passed, "total": total, "files": per_file, "scope": table}
+  print("estimator_lite under test: %s" % root)
+  missing = ref_env.missing_packages(sys.executable, ("pandas", "portpicker"))
+  if missing and not args.reference_only:
+    print("this venv lacks %s: the tests that import it fail here" % ", ".join(missing))
+  result = {"estimator_lite_root": root}
+  if not args.tpu_only:
+    result["tree"] = run_tree(args, workdir, pythonpath)
   if not args.no_tpu:
-    result["tpu"] = _run_tpu(args, workdir)
+    # Imported here: upstream_tpu.py is this script's TPU part, and takes this
+    # module (which runs as __main__) as an argument rather than importing it.
+    import upstream_tpu  # pylint: disable=g-import-not-at-top
+    result["tpu"] = upstream_tpu.run(args, workdir, sys.modules[__name__], pythonpath)
+  if result.get("tree") and result.get("tpu"):
+    result["totals"] = _grand_totals(result["tree"], result["tpu"])
+    for key, label in (("all", "all files"),
+                       ("without_missing_estimators", "without the missing estimators' files")):
+      counts = result["totals"][key]
+      print("total with tpu/ pass A, %s: %d selected, %d passed, %d failed"
+            % (label, counts["selected"], counts["passed"], counts["failed"]))
   if args.json:
     with open(args.json, "w") as f:
       json.dump(result, f, indent=1)
   return 0
-
-
-def _run_tpu(args, workdir):
-  # Imported here: upstream_tpu.py is this script's TPU part, and takes this
-  # module (which runs as __main__) as an argument rather than importing it.
-  import upstream_tpu  # pylint: disable=g-import-not-at-top
-  return upstream_tpu.run(args, workdir, sys.modules[__name__])
 
 
 if __name__ == "__main__":

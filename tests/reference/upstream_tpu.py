@@ -19,17 +19,9 @@ Each test file runs twice, in both venvs:
   B. with every TPUEstimator built with use_tpu=False, whatever the test
      passes: what a TPU program run with `--use_tpu=False` does.
 
-How the tests are run, the same in both venvs (`_CONFTEST`):
-  - each file in its own pytest process: each defines the absl flag
-    `test_num_shards`, and absl refuses a flag defined twice;
-  - absl flags parsed after collection, with the arguments upstream's BUILD
-    passes (`--test_num_shards=2`), as absltest.main would have;
-  - `tf.compat.v1.disable_v2_behavior()` first for a file whose `__main__`
-    calls it (what absltest.main ran before the tests);
-  - at 26a7dc2 the tests import `tensorflow_estimator.python.estimator.util`'s
-    `tf_keras` / `tf_keras_v1`, which the 2.15.0 package lacks: on 2.15 they
-    are set to tf.keras / tf.compat.v1.keras / tf.compat.v2.keras (here the
-    shim maps them onto tf_keras, as for the other files).
+How the tests are run, the same in both venvs, is upstream_runner.py's (each
+file in its own pytest process, with the absl flags tpu/BUILD passes:
+TPU_TEST_ARGS); pass B sets its conftest's UPSTREAM_TPU_FORCE_CPU.
 
 2.15's outcomes are cached per file (keyed by the test file's sha256) in
 WORKDIR/tpu_reference_215.json, or in the file given with --reference-json,
@@ -37,16 +29,11 @@ which later runs can pass back in: the 2.15 run takes a few minutes.
 """
 import ast
 import collections
-import hashlib
-import json
 import os
-import shutil
-import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ElementTree
 
-import ref_env
+import upstream_runner
 
 _TPU_DIR = "tensorflow_estimator/python/estimator/tpu"
 _PREFIX = "tensorflow_estimator.python.estimator."
@@ -115,18 +102,15 @@ TPU_OUT_OF_SCOPE_REASONS = {
 }
 PASSES = {"A": "as written",
           "B": "every TPUEstimator built with use_tpu=False"}
-_PASS_ENV = {"A": "0", "B": "1"}
+# Each pass's switches of upstream_runner's conftest.
+_PASS_ENV = {"A": {"UPSTREAM_TPU_FORCE_CPU": "0"}, "B": {"UPSTREAM_TPU_FORCE_CPU": "1"}}
+# The slowest tpu/ test that passes on 2.15 takes 8 s; with use_tpu=False
+# forced, a few of 2.15's run endlessly (predict over a `.repeat()` dataset).
+REFERENCE_TIMEOUT = 30
 
 # The methods of an Estimator that run its model_fn.
 _RUN_METHODS = {"train", "evaluate", "predict", "export_saved_model", "export_savedmodel",
                 "experimental_export_all_saved_models"}
-# tf.TestCase's `test_session` is a deprecated helper, not a test: TensorFlow
-# skips it ("Not a test.") under TF2 behaviour, but under
-# disable_v2_behavior() it runs and passes. pytest (like unittest) collects it
-# from every test class; it is not counted.
-_NOT_TESTS = {"test_session"}
-
-
 # -- Which tests are in scope -----------------------------------------------------
 
 def not_runnable(source):
@@ -140,17 +124,6 @@ def not_runnable(source):
     if any(name.startswith("tensorflow.contrib") for name in names):
       return "imports tensorflow.contrib, which TensorFlow 2 does not have"
   return None
-
-
-def runs_v1(source):
-  """Whether the file's `if __name__ == '__main__':` block calls disable_v2_behavior()."""
-  for node in ast.parse(source).body:
-    if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
-      for child in ast.walk(node):
-        if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-            and child.func.attr == "disable_v2_behavior"):
-          return True
-  return False
 
 
 def _relative(module):
@@ -182,21 +155,6 @@ def _private_module(node, aliases, shim_modules):
       if parent not in shim_modules:
         return True
   return False
-
-
-def _private_attribute(node, aliases, suite):
-  """Whether `node` reads a `_`-prefixed attribute of an object it made with a tf.estimator
-  class (`est._ctx` of `est = tpu_estimator.TPUEstimator(...)`): tf.estimator's
-  implementation, which upstream_suite's alias-based "private" does not see."""
-  made = set()
-  for child in ast.walk(node):
-    if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
-      if (suite._dotted(child.value.func) or "").split(".")[0] in aliases:
-        made |= {target.id for target in child.targets if isinstance(target, ast.Name)}
-  return any(isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name)
-             and child.value.id in made and child.attr.startswith("_")
-             and not child.attr.startswith("__")
-             for child in ast.walk(node))
 
 
 def _reachable(roots, methods, functions):
@@ -311,7 +269,7 @@ def _uses_estimator(nodes, aliases):
 def tpu_scope(source, suite):
   """Returns {(class, test method): set of out-of-scope reasons} for one TPU test file.
 
-  The reasons are upstream_suite's ("private", "mock": `suite._reasons`) and
+  The reasons are upstream_suite's ("private", "mock": `suite.reasons`) and
   TPU_OUT_OF_SCOPE_REASONS', over all the code a test runs: the method, its
   class's setUp/setUpClass and decorators, and what they call (`_reachable`).
   Every TestCase class of the file counts (pytest collects them whatever their
@@ -319,13 +277,14 @@ def tpu_scope(source, suite):
   importable.
   """
   tree = ast.parse(source)
-  aliases = suite._estimator_aliases(tree)
+  context = suite.module_context(tree)
+  aliases = context.aliases
   shim_modules = set(suite.SHIM_MODULES) | set(TPU_SHIM_MODULES)
   classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
 
   def is_test_class(node):
     for base in node.bases:
-      if (suite._dotted(base) or "").endswith("TestCase"):
+      if (suite.dotted(base) or "").endswith("TestCase"):
         return True
       if isinstance(base, ast.Name) and base.id in classes and is_test_class(classes[base.id]):
         return True
@@ -338,17 +297,17 @@ def tpu_scope(source, suite):
   tests = {}
   for class_name in sorted(test_classes):
     node = classes[class_name]
-    methods = suite._class_methods(node, classes)
+    methods = {name: method for name, (method, _) in suite.class_methods(node, context).items()}
     shared = [methods[name] for name in ("setUp", "setUpClass") if name in methods]
     for name, method in methods.items():
-      if not name.startswith("test") or name in _NOT_TESTS:
+      if not name.startswith("test") or name in upstream_runner.NOT_TESTS:
         continue
       nodes = _reachable([method] + shared + node.decorator_list, methods, functions)
       callables = dict(functions, **methods)
       reasons = set()
       for reached in nodes:
-        reasons |= suite._reasons(reached, aliases, {})
-        if _private_attribute(reached, aliases, suite):
+        reasons |= suite.reasons(reached, aliases, {})
+        if suite.reads_private_attribute(reached, aliases):
           reasons.add("private")
         if _private_module(reached, aliases, shim_modules):
           reasons.add("private module")
@@ -365,249 +324,16 @@ def reasons_for_pass(reasons, pass_name):
   return set(reasons) - ({"tpu"} if pass_name == "B" else set())
 
 
-def source_method(test_name, methods):
-  """The test method a collected test comes from: absl's parameterized tests are
-  named <method><suffix>."""
-  candidates = [m for m in methods if test_name.startswith(m)]
-  return max(candidates, key=len) if candidates else None
-
-
-# -- Running the tests --------------------------------------------------------------
-
-_CONFTEST = '''"""How upstream_suite.py runs tf.estimator's TPU tests (generated).
-
-Each test file runs in its own pytest process (each defines the absl flag
-test_num_shards). UPSTREAM_V1=1: the file's __main__ called
-disable_v2_behavior(). UPSTREAM_TPU_FORCE_CPU=1 (pass B): every TPUEstimator
-is built with use_tpu=False. UPSTREAM_FLAGS: the absl flags upstream's BUILD
-passes, parsed after collection as absltest.main would. UPSTREAM_SELECT: a
-JSON list of "file::Class::test" to keep (the others are deselected).
-"""
-import functools
-import inspect
-import json
-import os
-
-import tensorflow as tf
-from absl import flags
-
-if {reference!r}:
-  # 26a7dc2's tests import these from util, which tf.estimator 2.15.0 lacks.
-  from tensorflow_estimator.python.estimator import util
-  util.tf_keras = tf.keras
-  util.tf_keras_v1 = tf.compat.v1.keras
-  util.tf_keras_v2 = tf.compat.v2.keras
-
-if os.environ.get("UPSTREAM_V1") == "1":
-  tf.compat.v1.disable_v2_behavior()
-
-if os.environ.get("UPSTREAM_TPU_FORCE_CPU") == "1":
-  # The class the tests' `tpu_estimator.TPUEstimator` resolves to: 2.15's, or
-  # estimator_lite's through the shim; patched in this test process only.
-  from tensorflow_estimator.python.estimator.tpu import tpu_estimator
-  _estimator_class = tpu_estimator.TPUEstimator
-  _init = _estimator_class.__init__
-  _signature = inspect.signature(_init)
-
-  @functools.wraps(_init)
-  def _init_without_tpu(self, *args, **kwargs):
-    bound = _signature.bind(self, *args, **kwargs)
-    bound.arguments["use_tpu"] = False
-    _init(*bound.args, **bound.kwargs)
-
-  _estimator_class.__init__ = _init_without_tpu
-
-_SELECT = None
-if os.environ.get("UPSTREAM_SELECT"):
-  with open(os.environ["UPSTREAM_SELECT"]) as f:
-    _SELECT = set(json.load(f))
-
-
-def pytest_collection_modifyitems(config, items):
-  if _SELECT is None:
-    return
-  kept, dropped = [], []
-  for item in items:
-    key = "::".join((os.path.basename(str(item.fspath)),
-                     item.cls.__name__ if item.cls else "", item.name))
-    (kept if key in _SELECT else dropped).append(item)
-  items[:] = kept
-  config.hook.pytest_deselected(items=dropped)
-
-
-def pytest_collection_finish(session):
-  flags.FLAGS(["test"] + os.environ.get("UPSTREAM_FLAGS", "").split(), known_only=True)
-'''
-
-
-def _write_test_dir(directory, upstream, files, reference):
-  os.makedirs(directory, exist_ok=True)
-  for name in files:
-    shutil.copy(os.path.join(upstream, _TPU_DIR, name), os.path.join(directory, name))
-  with open(os.path.join(directory, "conftest.py"), "w") as f:
-    f.write(_CONFTEST.format(reference=reference))
-
-
-def read_junit(path):
-  """{"file::Class::test": (outcome, first line of the message)}; outcome is
-  passed, failed or skipped. A collection error is keyed "file::".
-  """
-  outcomes = {}
-  if not os.path.exists(path):
-    return outcomes
-  for case in ElementTree.parse(path).iter("testcase"):
-    classname = case.get("classname") or ""
-    module, _, class_name = classname.partition(".")
-    if not class_name:  # a collection error: classname "", name the module
-      key = (module or case.get("name", "").split(".")[-1]) + ".py::"
-    else:
-      key = "%s.py::%s::%s" % (module, class_name, case.get("name"))
-    tags = {child.tag: child for child in case}
-    problem = tags.get("failure", tags.get("error"))
-    if problem is not None:
-      lines = (problem.get("message") or problem.text or "").strip().splitlines()
-      outcomes[key] = ("failed", lines[0][:300] if lines else "")
-    elif "skipped" in tags:
-      outcomes[key] = ("skipped", (tags["skipped"].get("message") or "")[:300])
-    else:
-      outcomes[key] = ("passed", "")
-  return outcomes
-
-
-def _run_file(python, directory, name, pass_name, v1, env, timeout, extra=()):
-  """Runs one test file in one pass; returns (outcomes, seconds, log tail)."""
-  junit = os.path.join(directory, "junit_%s_%s.xml" % (pass_name, name[:-3]))
-  if os.path.exists(junit):
-    os.remove(junit)
-  env = dict(env, UPSTREAM_V1="1" if v1 else "0",
-             UPSTREAM_TPU_FORCE_CPU=_PASS_ENV[pass_name],
-             UPSTREAM_FLAGS=" ".join(TPU_TEST_ARGS.get(name, ())), TF_CPP_MIN_LOG_LEVEL="3")
-  command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", junit,
-             "--rootdir", directory, "-o", "addopts=", "--timeout", str(timeout), *extra, name]
-  start = time.monotonic()
-  proc = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True,
-                        check=False)
-  seconds = time.monotonic() - start
-  with open(os.path.join(directory, "log_%s_%s.txt" % (pass_name, name[:-3])), "w") as f:
-    f.write(proc.stdout + proc.stderr)
-  tail = (proc.stdout.strip().splitlines() or [""])[-1]
-  return read_junit(junit), seconds, tail
-
-
-def _sha256(path):
-  with open(path, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
-
-
-def reference_outcomes(upstream, workdir, files, cache_path, python, timeout):
-  """2.15's outcome of every test of `files` in both passes, from the cache or run now.
-
-  Returns the cache: {"versions": ..., "files": {file: {"sha256", "v1",
-  "passes": {pass: {"file::Class::test": [outcome, message]}}, "seconds"}}}.
-  """
-  cache = {"files": {}}
-  if os.path.exists(cache_path):
-    with open(cache_path) as f:
-      cache = json.load(f)
-  stale = [name for name in files
-           if cache["files"].get(name, {}).get("sha256")
-           != _sha256(os.path.join(upstream, _TPU_DIR, name))]
-  if not stale:
-    print("tf.estimator 2.15's outcomes: from %s" % cache_path)
-    return cache
-  python = python or ref_env.ensure_ref_python()
-  ok, versions = ref_env.probe(python)
-  if not ok:
-    raise SystemExit("the reference interpreter %s cannot import tf.estimator 2.15: %s"
-                     % (python, versions))
-  cache["python"], cache["versions"], cache["timeout"] = python, versions, timeout
-  directory = os.path.join(workdir, "tpu_tests_215")
-  _write_test_dir(directory, upstream, stale, reference=True)
-  env = ref_env.subprocess_env()
-  for name in stale:
-    with open(os.path.join(directory, name)) as f:
-      v1 = runs_v1(f.read())
-    entry = {"sha256": _sha256(os.path.join(directory, name)), "v1": v1, "passes": {},
-             "seconds": {}}
-    for pass_name in PASSES:
-      outcomes, seconds, tail = _run_file(python, directory, name, pass_name, v1, env, timeout)
-      entry["passes"][pass_name] = outcomes
-      entry["seconds"][pass_name] = round(seconds, 1)
-      print("tf.estimator 2.15, pass %s, %s: %s (%.0f s)" % (pass_name, name, tail, seconds))
-    cache["files"][name] = entry
-    # Saved after each file: an interrupted run keeps what it measured.
-    with open(cache_path, "w") as f:
-      json.dump(cache, f, indent=1, sort_keys=True)
-  return cache
-
-
-def _select(reference, table, pass_name):
-  """Selects a file's tests for one pass.
-
-  Args:
-    reference: 2.15's outcomes of the file in this pass.
-    table: its `tpu_scope()`.
-    pass_name: "A" or "B".
-
-  Returns:
-    ((collected, passed on 2.15, of those out of scope), selected ids, the number
-    of collected items that are not tests).
-  """
-  methods = {method for (_, method) in table}
-  collected = passed = out = not_tests = 0
-  selected = []
-  for key, (outcome, _) in sorted(reference.items()):
-    _, class_name, test = key.split("::")
-    reasons = table.get((class_name, source_method(test, methods))) if test else None
-    if reasons is None:  # test_session, or a collection error
-      not_tests += bool(test)
-      continue
-    collected += 1
-    if outcome != "passed":
-      continue
-    passed += 1
-    if reasons_for_pass(reasons, pass_name):
-      out += 1
-    else:
-      selected.append(key)
-  return (collected, passed, out), selected, not_tests
-
-
-def _run_selected(args, workdir, suite, directory, name, pass_name, v1, selected):
-  """Runs a file's selected tests here; returns (passed ids, ["id | outcome: message"], s)."""
-  if not selected:
-    return [], [], 0.0
-  select_path = os.path.join(directory, "select_%s_%s.json" % (pass_name, name[:-3]))
-  with open(select_path, "w") as f:
-    json.dump(selected, f)
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join([workdir, suite._REPO_ROOT]),
-             TF_USE_LEGACY_KERAS="1", UPSTREAM_SELECT=select_path)
-  extra = (["-k", args.k] if args.k else []) + (["-x"] if args.x else [])
-  outcomes, seconds, _ = _run_file(sys.executable, directory, name, pass_name, v1, env,
-                                   args.timeout, extra)
-  error = outcomes.get(name + "::")
-  passed, failed = [], []
-  for key in selected:
-    if key in outcomes:
-      outcome, message = outcomes[key]
-    elif args.k:  # deselected by -k: not counted
-      continue
-    else:
-      outcome, message = "failed", "not run: %s" % (error[1] if error else "not collected")
-    if outcome == "passed":
-      passed.append(key)
-    else:
-      failed.append("%s | %s: %s" % (key, outcome, message))
-  return passed, failed, seconds
-
-
-def run(args, workdir, suite):
-  """The TPU part of upstream_suite.main: scopes, runs and prints; returns the summary."""
+def run(args, workdir, suite, pythonpath):
+  """The TPU part of upstream_suite.main: scopes, runs and prints; returns the summary
+  (None with --reference-only). Test processes here get `pythonpath` (the shim,
+  the estimator_lite under test)."""
   start = time.monotonic()
   suite.write_shim(workdir, TPU_SHIM_MODULES)
+  source_dir = os.path.join(args.upstream, _TPU_DIR)
   runnable, skipped_files = [], {}
   for name in TPU_TEST_FILES:
-    path = os.path.join(args.upstream, _TPU_DIR, name)
+    path = os.path.join(source_dir, name)
     if not os.path.exists(path):
       raise SystemExit("not in the upstream checkout: %s" % path)
     with open(path) as f:
@@ -618,13 +344,17 @@ def run(args, workdir, suite):
       runnable.append(name)
 
   cache_path = args.reference_json or os.path.join(workdir, "tpu_reference_215.json")
-  reference = reference_outcomes(args.upstream, workdir, runnable, cache_path,
-                                 args.reference_python, args.reference_timeout)
+  reference = upstream_runner.reference_outcomes(
+      source_dir, runnable, os.path.join(workdir, "tpu_tests_215"), cache_path,
+      args.reference_python, args.reference_timeout or REFERENCE_TIMEOUT, _PASS_ENV,
+      flags=TPU_TEST_ARGS, label="tf.estimator 2.15, tpu/")
+  if args.reference_only:
+    return None
 
   # Scope, per test method.
   scopes = {}
   for name in runnable:
-    with open(os.path.join(args.upstream, _TPU_DIR, name)) as f:
+    with open(os.path.join(source_dir, name)) as f:
       scopes[name] = tpu_scope(f.read(), suite)
   reasons_text = dict(suite.OUT_OF_SCOPE_REASONS, **TPU_OUT_OF_SCOPE_REASONS)
   print("\nTPU tests (tf.estimator 2.15's tpu/), %d files; not runnable in either venv:"
@@ -637,26 +367,29 @@ def run(args, workdir, suite):
       print("out of scope, %s: %d test methods" % (text, len(methods)))
 
   directory = os.path.join(workdir, "tpu_tests")
-  _write_test_dir(directory, args.upstream, runnable, reference=False)
+  upstream_runner.write_test_dir(directory, source_dir, runnable, reference=False)
+  env = suite.local_env(pythonpath)
   summary = {"not_runnable": skipped_files, "passes": {}}
   for pass_name, description in PASSES.items():
     rows, failures, selections, not_counted = [], [], {}, 0
     for name in runnable:
-      counts, selected, not_tests = _select(
-          reference["files"][name]["passes"][pass_name], scopes[name], pass_name)
+      entry = reference["files"][name]
+      counts, selected, _, not_tests = upstream_runner.select(
+          entry["passes"][pass_name], scopes[name],
+          lambda reasons, pass_name=pass_name: reasons_for_pass(reasons, pass_name))
       selections[name] = selected
       not_counted += not_tests
-      passed, failed, seconds = _run_selected(args, workdir, suite, directory, name, pass_name,
-                                              reference["files"][name]["v1"], selected)
+      file_env = upstream_runner.file_env(env, entry["v1"], TPU_TEST_ARGS.get(name, ()),
+                                          **_PASS_ENV[pass_name])
+      passed, failed, seconds = upstream_runner.run_selected(
+          sys.executable, directory, name, file_env, selected, args.timeout,
+          tag=pass_name + "_", k=args.k, x=args.x)
       failures += failed
       rows.append((name,) + counts + (len(passed) + len(failed), len(passed), len(failed),
                                       round(seconds, 1)))
     print("\nTPU pass %s (%s): tests that pass on tf.estimator 2.15 and are in scope"
           % (pass_name, description))
-    header = ("file", "collected", "2.15 pass", "out of scope", "selected", "passed", "failed")
-    print("%-42s %9s %9s %12s %8s %6s %6s" % header)
-    for row in rows + [("total",) + tuple(sum(r[i] for r in rows) for i in range(1, 7))]:
-      print("%-42s %9d %9d %12d %8d %6d %6d" % row[:7])
+    upstream_runner.print_table(rows)
     print("(collected: on 2.15; out of scope: of the tests 2.15 passed; not counted: %d "
           "test_session methods of tf.test.TestCase that pytest collects)" % not_counted)
     if args.k:
@@ -665,8 +398,7 @@ def run(args, workdir, suite):
       print("FAILED [%s] %s" % (pass_name, failure))
     summary["passes"][pass_name] = {
         "description": description, "failures": failures, "selected": selections,
-        "files": {row[0]: dict(zip(("collected", "passed_215", "out_of_scope", "selected",
-                                    "passed", "failed", "seconds"), row[1:])) for row in rows}}
+        "files": {row[0]: dict(zip(upstream_runner.TABLE_FIELDS, row[1:])) for row in rows}}
   summary["scope"] = {"::".join((name,) + key): sorted(reasons)
                       for name, table in scopes.items() for key, reasons in table.items()}
   print("\nTPU part: %.0f s" % (time.monotonic() - start))
