@@ -109,7 +109,7 @@ _NOTHING = ((), {})
 
 # shim module (relative to tensorflow_estimator.python.estimator) ->
 #   (estimator_lite modules searched in order for public names,
-#    {tf.estimator name: "module:name"}).
+#    {tf.estimator name: "module:name", or None: no counterpart}).
 # A `_`-prefixed name (not a dunder: util.tf_keras_v1.__internal__ is tf_keras')
 # resolves only through the alias table: a private name of
 # estimator_lite that happens to be spelt like tf.estimator's (canned.dnn's
@@ -187,7 +187,10 @@ SHIM_MODULES = {
     "canned.linear": (
         ("estimator_lite.canned.linear", "estimator_lite.canned.linear_model"),
         dict(_v1_v2("estimator_lite.canned.linear", *("Linear" + task for task in _TASKS)),
-             _compute_fraction_of_zero="estimator_lite.canned.linear_model:fraction_of_zero")),
+             _compute_fraction_of_zero="estimator_lite.canned.linear_model:fraction_of_zero",
+             # tf.estimator's is a Keras Model (not exported); estimator_lite's
+             # LinearModel is its estimators' builder of the linear logits.
+             LinearModel=None)),
     # tf.estimator's v1 heads (canned/head.py): private functions throughout.
     "canned.head": _NOTHING,
     "canned.metric_keys": (("estimator_lite.canned.metric_keys",), {}),
@@ -228,6 +231,8 @@ _ALIASES = {aliases!r}
 
 def __getattr__(name):
   if name in _ALIASES:
+    if _ALIASES[name] is None:  # spelt like one of estimator_lite's, but not its counterpart
+      raise AttributeError("shim {name}: estimator_lite has no counterpart of %r" % name)
     module_name, attribute = _ALIASES[name].split(":")
     return getattr(importlib.import_module(module_name), attribute)
   if not name.startswith("_") or name.startswith("__"):
@@ -363,6 +368,7 @@ def _internal(module, name, public):
   the shim does not map: `public` is {module, relative: its exported names} (public_names)."""
   relative = module[len(_PREFIX):] if module.startswith(_PREFIX) else None
   return (relative in public and name not in public[relative]
+          and relative + "." + name not in SHIM_MODULES  # a module (util.tf_keras)
           and not _shim_has(module, name))
 
 
@@ -564,10 +570,20 @@ def scope(source, support=None, public=None):
       shared |= own.get(name, set())
     for name, (method, _) in methods.items():
       if name.startswith("test"):
-        helpers = {helper for helper in _self_calls(method)
-                   if helper in own and not helper.startswith("test")}
+        helpers = _helpers(method, methods)
         tests[(node.name, name)] = shared.union(own[name], *(own[h] for h in helpers))
   return tests
+
+
+def _helpers(method, methods):
+  """The class's non-test methods `method` calls through `self`, and those they call."""
+  found, todo = set(), [method]
+  while todo:
+    for helper in _self_calls(todo.pop()):
+      if helper in methods and not helper.startswith("test") and helper not in found:
+        found.add(helper)
+        todo.append(methods[helper][0])
+  return found
 
 
 def support_sources(upstream):
@@ -694,7 +710,8 @@ def run_tree(args, workdir, pythonpath):
   summary = {"passes": {}, "scope": {"::".join((name,) + key): sorted(found)
                                      for name, table in scopes.items()
                                      for key, found in table.items()}}
-  for pass_name, switches in PASSES.items():
+  for pass_name in args.passes or list(PASSES):
+    switches = PASSES[pass_name]
     rows, failures, selections, out_of_scope, not_counted = [], [], {}, {}, 0
     for name in files:
       entry = reference["files"][name]
@@ -739,7 +756,7 @@ def run_tree(args, workdir, pythonpath):
         "out_of_scope": out_of_scope}
   summary["totals"] = {key: {field: sum(p["totals"][key][field]
                                         for p in summary["passes"].values())
-                             for field in summary["passes"]["A"]["totals"][key]}
+                             for field in next(iter(summary["passes"].values()))["totals"][key]}
                        for key in ("all", "without_missing_estimators")}
   for key, label in (("all", "all files"),
                      ("without_missing_estimators", "without the missing estimators' files")):
@@ -768,6 +785,9 @@ def main(argv=None):
   parser.add_argument("--files", nargs="+",
                       help="test files to run, relative to %s (default: the whole tree)"
                            % PACKAGE)
+  parser.add_argument("--passes", nargs="+", choices=sorted(PASSES),
+                      help="the tree's passes to run here (default: all; 2.15's outcomes "
+                           "are always completed for all)")
   parser.add_argument("--workdir", help="default: a fresh temporary directory")
   parser.add_argument("--json", help="write the summary here")
   parser.add_argument("-k", help="pytest -k expression")
