@@ -372,14 +372,17 @@ def _internal(module, name, public):
           and not _shim_has(module, name))
 
 
-def reads_private_attribute(node, aliases):
+def reads_private_attribute(node, aliases, nested=()):
   """Whether `node` reads a `_`-prefixed attribute of an object it made with a tf.estimator
-  class (`est._session_config` of `est = estimator.EstimatorV2(...)`): tf.estimator's
-  implementation, which the names alone do not show."""
+  class (`est._session_config` of `est = estimator.EstimatorV2(...)`), or with one of
+  `nested`, the test class's own subclasses of one (`self._InvalidHead()`):
+  tf.estimator's implementation, which the names alone do not show."""
   made = set()
   for child in ast.walk(node):
     if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
-      if (dotted(child.value.func) or "").split(".")[0] in aliases:
+      function = dotted(child.value.func) or ""
+      if (function.split(".")[0] in aliases
+          or function.startswith("self.") and function[len("self."):] in nested):
         made |= {target.id for target in child.targets if isinstance(target, ast.Name)}
   return any(isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name)
              and child.value.id in made and child.attr.startswith("_")
@@ -496,7 +499,10 @@ def class_methods(node, context):
     if key in context.classes:
       base_node, base_context = context.classes[key]
       methods.update(class_methods(base_node, base_context))
-  methods.update((m.name, (m, context)) for m in node.body if isinstance(m, ast.FunctionDef))
+  # A class defined in the class body (a test's own Head subclass) counts as a
+  # helper of the tests that name it through self.
+  methods.update((m.name, (m, context)) for m in node.body
+                 if isinstance(m, (ast.FunctionDef, ast.ClassDef)))
   return methods
 
 
@@ -564,7 +570,14 @@ def scope(source, support=None, public=None):
     shared = set(file_reasons)
     for decorator in node.decorator_list:
       shared |= reasons(decorator, context.aliases, context.tainted, public)
+    # The class's own classes that subclass a tf.estimator one.
+    nested = {name for name, (member, where) in methods.items()
+              if isinstance(member, ast.ClassDef)
+              and any((dotted(base) or "").split(".")[0] in where.aliases
+                      for base in member.bases)}
     own = {name: reasons(method, where.aliases, where.tainted, public)
+           | ({"private"} if public is not None
+              and reads_private_attribute(method, where.aliases, nested) else set())
            for name, (method, where) in methods.items()}
     for name in ("__init__", "setUp", "setUpClass"):
       shared |= own.get(name, set())
@@ -691,9 +704,10 @@ def run_tree(args, workdir, pythonpath):
     if not os.path.exists(os.path.join(source_dir, name)):
       raise SystemExit("not in the upstream checkout: %s" % os.path.join(source_dir, name))
   cache_path = args.reference_json or os.path.join(workdir, "reference_215.json")
+  passes = {name: PASSES[name] for name in args.passes or PASSES}
   reference = upstream_runner.reference_outcomes(
       source_dir, files, os.path.join(workdir, "tree_tests_215"), cache_path,
-      args.reference_python, args.reference_timeout or TREE_REFERENCE_TIMEOUT, PASSES)
+      args.reference_python, args.reference_timeout or TREE_REFERENCE_TIMEOUT, passes)
   public = public_names(args.reference_python,
                         os.path.splitext(cache_path)[0] + "_public_names.json")
   if args.reference_only:
@@ -710,8 +724,7 @@ def run_tree(args, workdir, pythonpath):
   summary = {"passes": {}, "scope": {"::".join((name,) + key): sorted(found)
                                      for name, table in scopes.items()
                                      for key, found in table.items()}}
-  for pass_name in args.passes or list(PASSES):
-    switches = PASSES[pass_name]
+  for pass_name, switches in passes.items():
     rows, failures, selections, out_of_scope, not_counted = [], [], {}, {}, 0
     for name in files:
       entry = reference["files"][name]
@@ -786,8 +799,7 @@ def main(argv=None):
                       help="test files to run, relative to %s (default: the whole tree)"
                            % PACKAGE)
   parser.add_argument("--passes", nargs="+", choices=sorted(PASSES),
-                      help="the tree's passes to run here (default: all; 2.15's outcomes "
-                           "are always completed for all)")
+                      help="the tree's passes to run (default: all)")
   parser.add_argument("--workdir", help="default: a fresh temporary directory")
   parser.add_argument("--json", help="write the summary here")
   parser.add_argument("-k", help="pytest -k expression")
