@@ -721,6 +721,10 @@ def run_tree(args, workdir, pythonpath):
   directory = os.path.join(workdir, "tree_tests")
   upstream_runner.write_test_dir(directory, source_dir, files, reference=False)
   env = local_env(pythonpath)
+  saved = _load_saved_run(args.rescore) if args.rescore else None
+  if saved is not None:
+    passes = {name: switches for name, switches in passes.items() if name in saved}
+    print("re-scored from %s: its outcomes of the tests in scope now" % args.rescore)
   summary = {"passes": {}, "scope": {"::".join((name,) + key): sorted(found)
                                      for name, table in scopes.items()
                                      for key, found in table.items()}}
@@ -732,10 +736,13 @@ def run_tree(args, workdir, pythonpath):
                                                                 scopes[name])
       selections[name], not_counted = selected, not_counted + not_tests
       out_of_scope.update(out)
-      passed, failed, seconds = upstream_runner.run_selected(
-          sys.executable, directory, name,
-          upstream_runner.file_env(env, entry["v1"], **switches), selected, args.timeout,
-          tag=pass_name + "_", k=args.k, x=args.x)
+      if saved is not None:
+        passed, failed, seconds = _saved_outcomes(saved, pass_name, name, selected)
+      else:
+        passed, failed, seconds = upstream_runner.run_selected(
+            sys.executable, directory, name,
+            upstream_runner.file_env(env, entry["v1"], **switches), selected, args.timeout,
+            tag=pass_name + "_", k=args.k, x=args.x)
       failures += ["[%s] %s" % (pass_name, failure) for failure in failed]
       rows.append((name,) + counts + (len(passed) + len(failed), len(passed), len(failed),
                                       round(seconds, 1)))
@@ -782,6 +789,33 @@ def run_tree(args, workdir, pythonpath):
   return summary
 
 
+def _load_saved_run(path):
+  """{pass: ({file: selected ids}, {failed id: message})} of a saved run's --json (this
+  script's; one of a version with a single pass has it as pass A)."""
+  with open(path) as f:
+    tree = json.load(f)["tree"]
+  runs = tree["passes"] if "passes" in tree else {"A": tree}
+  saved = {}
+  for pass_name, run in runs.items():
+    failed = {}
+    for line in run["failures"]:
+      test_id, _, message = re.sub(r"^\[\w+\] ", "", line).partition(" | ")
+      failed[test_id] = message
+    saved[pass_name] = (run["selected"], failed)
+  return saved
+
+
+def _saved_outcomes(saved, pass_name, name, selected):
+  """(passed ids, ["id | message"], 0) of `selected` in a saved run; a test it did not
+  run fails ("not in the saved run"), so a re-score never counts more passes."""
+  ran, failed = saved[pass_name]
+  ran = set(ran.get(name, ()))
+  passed = [t for t in selected if t in ran and t not in failed]
+  failures = ["%s | %s" % (t, failed[t] if t in ran else "not in the saved run")
+              for t in selected if t not in passed]
+  return passed, failures, 0.0
+
+
 def _grand_totals(tree, tpu):
   """The tree's totals plus tpu/'s pass A (as written), with and without the files
   of the missing estimators."""
@@ -800,6 +834,9 @@ def main(argv=None):
                            % PACKAGE)
   parser.add_argument("--passes", nargs="+", choices=sorted(PASSES),
                       help="the tree's passes to run (default: all)")
+  parser.add_argument("--rescore", metavar="JSON",
+                      help="run nothing here: count a saved run's (--json) outcomes of the "
+                           "tests in scope now (e.g. an older run, after the scope changed)")
   parser.add_argument("--workdir", help="default: a fresh temporary directory")
   parser.add_argument("--json", help="write the summary here")
   parser.add_argument("-k", help="pytest -k expression")
