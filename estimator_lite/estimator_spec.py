@@ -296,9 +296,10 @@ def _validate_eval_metric_ops(eval_metric_ops: Any, mode: Optional[str]) -> Dict
         f"eval_metric_ops must be a dict, given: {eval_metric_ops} (mode {mode!r}). "
         "Map metric names to (metric_value, update_op) tuples or Keras metric objects.")
   checked: Dict[str, Any] = {}
+  keras_updates: Dict[str, Any] = {}  # a Keras metric's update ops, found once
   for key, value in eval_metric_ops.items():
     if metrics.is_keras_metric(value):
-      updates = metrics.keras_metric_updates(value)
+      updates = keras_updates[key] = metrics.keras_metric_updates(value)
       for op in updates:
         _check_default_graph(op, "eval_metric_ops", f"{key}: {op.name}")
       # Also the variables: tf.estimator read the metric's result() here,
@@ -326,5 +327,6 @@ def _validate_eval_metric_ops(eval_metric_ops: Any, mode: Optional[str]) -> Dict
     if not isinstance(value, tuple):
       metrics.add_to_metric_collections(value, graph)
       if not tf.executing_eagerly():
-        checked[key] = (value.result(), metrics.keras_metric_update_op(value, graph))
+        checked[key] = (value.result(),
+                        metrics.keras_metric_update_op(value, graph, keras_updates[key]))
   return checked

@@ -1,7 +1,7 @@
 """Keras metric objects in eval_metric_ops: their update ops, graph and collections."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
@@ -67,17 +67,24 @@ def keras_metric_updates(metric: Any) -> List[tf.Operation]:
   return updates
 
 
-def keras_metric_update_op(metric: Any, graph: tf.Graph) -> Any:
+def keras_metric_update_op(metric: Any, graph: tf.Graph,
+                           updates: Optional[List[tf.Operation]] = None) -> Any:
   """One op (or tensor) that applies every update_state() call made on `metric` in model_fn.
 
   One recorded update is returned itself, as tf.estimator returned
   `metric.updates[0]`; several (update_state() called more than once, which
   tf.estimator ran only the first of) are grouped.
 
+  Args:
+    metric: the Keras metric object.
+    graph: the graph of its updates.
+    updates: `keras_metric_updates(metric)`, if the caller has them already
+      (for Keras 3 metrics they are found by scanning the graph).
+
   Raises:
     ValueError: update_state() was not called.
   """
-  updates = keras_metric_updates(metric)
+  updates = updates if updates is not None else keras_metric_updates(metric)
   if not getattr(metric, "updates", None):  # found by scanning the graph (Keras 3)
     # Some Keras 3 updates do not read the data (Mean's count += batch size
     # from a static shape), so they would still run in the Session.run whose

@@ -390,16 +390,18 @@ def reads_private_attribute(node, aliases, nested=()):
              for child in ast.walk(node))
 
 
-def reasons(node, aliases, tainted, public=None):
+def reasons(node, aliases, tainted, public=None, nested=()):
   """The out-of-scope reasons that the code under `node` gives.
 
   `public` ({tf.estimator module, relative: the names 2.15 exported}, see
   public_names) also makes "private" an internal name that is not
   `_`-prefixed (canned.dnn's dnn_logit_fn_builder_v2, head.sequential_head's
-  SequentialHeadWrapper) when estimator_lite has no counterpart of it.
+  SequentialHeadWrapper) when estimator_lite has no counterpart of it, and so
+  does reading a private attribute of a tf.estimator object (`nested`: see
+  reads_private_attribute).
   """
   found = set()
-  if public is not None and reads_private_attribute(node, aliases):
+  if public is not None and reads_private_attribute(node, aliases, nested):
     found.add("private")
   for child in ast.walk(node):
     if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
@@ -575,9 +577,7 @@ def scope(source, support=None, public=None):
               if isinstance(member, ast.ClassDef)
               and any((dotted(base) or "").split(".")[0] in where.aliases
                       for base in member.bases)}
-    own = {name: reasons(method, where.aliases, where.tainted, public)
-           | ({"private"} if public is not None
-              and reads_private_attribute(method, where.aliases, nested) else set())
+    own = {name: reasons(method, where.aliases, where.tainted, public, nested)
            for name, (method, where) in methods.items()}
     for name in ("__init__", "setUp", "setUpClass"):
       shared |= own.get(name, set())
