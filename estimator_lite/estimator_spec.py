@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import collections.abc
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
-import attrs
 import tensorflow as tf
 
 from estimator_lite._util import metrics
@@ -14,10 +13,6 @@ from estimator_lite.export import export_output as _export_output
 from estimator_lite.mode_keys import ModeKeys
 
 _DEFAULT_SERVING_KEY = tf.compat.v1.saved_model.signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-_FIELDS_IN_ORDER = (
-    "mode", "predictions", "loss", "train_op", "eval_metric_ops",
-    "export_outputs", "training_chief_hooks", "training_hooks", "scaffold",
-    "evaluation_hooks", "prediction_hooks")
 
 
 # tf.estimator's text for a tensor, op or metric built in another graph; {0}
@@ -46,8 +41,21 @@ def _check_default_graph(value: Any, field: str, name: str) -> None:
     raise ValueError(_GRAPH_ERROR.format(field, name) + _GRAPH_FIX)
 
 
-@attrs.frozen(init=False, repr=False)
-class EstimatorSpec(validation.Replaceable):
+class _EstimatorSpecFields(NamedTuple):
+  mode: Optional[str]
+  predictions: Any = None
+  loss: Any = None
+  train_op: Any = None
+  eval_metric_ops: Dict[str, Any] = {}
+  export_outputs: Optional[Dict[str, _export_output.ExportOutput]] = None
+  training_chief_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  training_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  scaffold: Any = None
+  evaluation_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  prediction_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+
+
+class EstimatorSpec(validation.Replaceable, _EstimatorSpecFields):
   """Ops and objects returned from a `model_fn` and passed to an `Estimator`.
 
   Which fields are required depends on `mode`:
@@ -57,8 +65,9 @@ class EstimatorSpec(validation.Replaceable):
   * PREDICT: `predictions`; `export_outputs` optional (by default the
     `serving_default` signature returns all predictions).
 
-  The object is immutable; `replace(**changes)` (or `_replace`, as on
-  tf.estimator's namedtuple) returns a validated copy for the same mode.
+  A namedtuple of the eleven fields, as tf.estimator's was: it unpacks and
+  indexes in that order, and `replace(**changes)` (or `_replace`) returns a
+  validated copy for the same mode.
 
   Args:
     mode: a `ModeKeys` value, or None (the mode model_fn was called in).
@@ -85,26 +94,16 @@ class EstimatorSpec(validation.Replaceable):
       prediction, a hook that is not a `SessionRunHook`, ...).
   """
 
-  mode: Optional[str]
-  predictions: Any = None
-  loss: Any = None
-  train_op: Any = None
-  eval_metric_ops: Dict[str, Any] = attrs.field(factory=dict)
-  export_outputs: Optional[Dict[str, _export_output.ExportOutput]] = None
-  training_chief_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
-  training_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
-  scaffold: Any = None
-  evaluation_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
-  prediction_hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  __slots__ = ()
 
-  def __init__(self, mode: Optional[str], predictions: Any = None, loss: Any = None, train_op: Any = None,
-               eval_metric_ops: Optional[Mapping[str, Any]] = None,
-               export_outputs: Optional[Mapping[str, _export_output.ExportOutput]] = None,
-               training_chief_hooks: Optional[Iterable[Any]] = None,
-               training_hooks: Optional[Iterable[Any]] = None,
-               scaffold: Optional[tf.compat.v1.train.Scaffold] = None,
-               evaluation_hooks: Optional[Iterable[Any]] = None,
-               prediction_hooks: Optional[Iterable[Any]] = None) -> None:
+  def __new__(cls, mode: Optional[str], predictions: Any = None, loss: Any = None,
+              train_op: Any = None, eval_metric_ops: Optional[Mapping[str, Any]] = None,
+              export_outputs: Optional[Mapping[str, _export_output.ExportOutput]] = None,
+              training_chief_hooks: Optional[Iterable[Any]] = None,
+              training_hooks: Optional[Iterable[Any]] = None,
+              scaffold: Optional[tf.compat.v1.train.Scaffold] = None,
+              evaluation_hooks: Optional[Iterable[Any]] = None,
+              prediction_hooks: Optional[Iterable[Any]] = None) -> EstimatorSpec:
     # None: tf.estimator's spec from a model_fn without a `mode` argument; the
     # Estimator takes it as one for the mode it called model_fn in.
     if mode is not None and mode not in ModeKeys.all():
@@ -128,8 +127,8 @@ class EstimatorSpec(validation.Replaceable):
       raise TypeError(
           f"scaffold must be tf.train.Scaffold. Given: {scaffold}. Pass a "
           "tf.compat.v1.train.Scaffold, or None for a default one.")
-    self.__attrs_init__(
-        mode=mode, predictions=predictions, loss=loss, train_op=train_op,
+    return super().__new__(
+        cls, mode=mode, predictions=predictions, loss=loss, train_op=train_op,
         eval_metric_ops=checked_metrics, export_outputs=checked_outputs,
         training_chief_hooks=training_chief_hooks, training_hooks=training_hooks,
         scaffold=scaffold, evaluation_hooks=evaluation_hooks,
@@ -162,8 +161,9 @@ class EstimatorSpec(validation.Replaceable):
   _replace = replace
 
   def __repr__(self) -> str:
-    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS_IN_ORDER
-                      if getattr(self, name) not in (None, ()))
+    # The fields set, not all eleven: a spec's repr is read in logs and errors.
+    shown = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)
+                      if value is not None and not (isinstance(value, tuple) and not value))
     return f"EstimatorSpec({shown})"
 
 
@@ -230,7 +230,8 @@ def _validate_predictions(predictions: Any, mode: Optional[str]) -> Any:
       if not tf_internals.is_dense_tensor(value):
         raise TypeError(
             f"predictions[{key}] must be Tensor, given: {value} (mode {mode!r}). {how}")
-    for key, value in predictions.items():
+    # Eager tensors have no name (and no graph to check).
+    for key, value in ({} if tf.executing_eagerly() else predictions).items():
       _check_default_graph(value, "prediction values", f"{key}: {value.name}")
   else:
     if not tf_internals.is_dense_tensor(predictions):
@@ -308,6 +309,10 @@ def _validate_eval_metric_ops(eval_metric_ops: Any, mode: Optional[str]) -> Dict
           metrics.metric_graph(value) is not tf.compat.v1.get_default_graph()):
         raise ValueError(_GRAPH_ERROR.format("eval_metric_ops", f"{key}: {value.name}")
                          + _GRAPH_FIX)
+      if not tf.executing_eagerly():
+        # tf.estimator built each result here, to check its graph, before the
+        # one the spec holds: the names programs fetch (`Identity_3:0`) count both.
+        value.result()
       checked[key] = value
       continue
     # The value may be a nested structure of tensors (a metric of several values).

@@ -8,9 +8,8 @@ master or evaluator task. See DESIGN.md, "Roles from TF_CONFIG", and README,
 from __future__ import annotations
 
 import numbers
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-import attrs
 import tensorflow as tf
 
 from estimator_lite._cluster import roles
@@ -20,29 +19,21 @@ from estimator_lite.export.exporter import Exporter
 
 
 # -- validation -----------------------------------------------------------------
-def _check_input_fn(instance: Any, attribute: Any, input_fn: Any) -> None:
-  del instance, attribute
+def _check_input_fn(input_fn: Any) -> None:
   if not callable(input_fn):
     raise TypeError(
         f"`input_fn` must be callable, given: {input_fn}. Pass the function "
         "itself (input_fn=my_input_fn), not its result.")
 
 
-def _check_positive_int_or_none(instance: Any, attribute: Any, value: Any) -> None:
-  del instance
-  validation.check_positive_int(attribute.name, value)
-
-
-def _check_non_negative_secs(instance: Any, attribute: Any, value: Any) -> None:
-  del instance
+def _check_non_negative_secs(field: str, value: Any) -> None:
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
-    raise TypeError(f"{attribute.name} must be a number of seconds, given: {value!r}.")
+    raise TypeError(f"{field} must be a number of seconds, given: {value!r}.")
   if value < 0:
-    raise ValueError(f"Must specify {attribute.name} >= 0, given: {value}")
+    raise ValueError(f"Must specify {field} >= 0, given: {value}")
 
 
-def _check_name(instance: Any, attribute: Any, name: Any) -> None:
-  del instance, attribute
+def _check_name(name: Any) -> None:
   if name is not None and not isinstance(name, str):
     raise TypeError(f"`name` must be string, given: {name}")
 
@@ -91,9 +82,19 @@ def _exporters_tuple(exporters: Any) -> Tuple[Exporter, ...]:
 
 
 # -- specs ----------------------------------------------------------------------
-@attrs.frozen
-class TrainSpec(validation.Replaceable):
+# tf.estimator's fields, in its order: the specs are namedtuples of them.
+class _TrainSpecFields(NamedTuple):
+  input_fn: Callable[..., Any]
+  max_steps: Optional[int] = None
+  hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  saving_listeners: Tuple[tf.compat.v1.train.CheckpointSaverListener, ...] = ()
+
+
+class TrainSpec(validation.Replaceable, _TrainSpecFields):
   """The "train" part of train_and_evaluate: input, duration and hooks.
+
+  A namedtuple of the four fields, as tf.estimator's was (`_replace` checks
+  the copy).
 
   Args:
     input_fn: returns a `tf.data.Dataset` of (features, labels), or a
@@ -109,19 +110,39 @@ class TrainSpec(validation.Replaceable):
       a non-integer max_steps.
     ValueError: max_steps <= 0.
   """
-  input_fn: object = attrs.field(validator=_check_input_fn)
-  max_steps: object = attrs.field(default=None, validator=_check_positive_int_or_none)
-  hooks: tuple = attrs.field(default=(), converter=_hooks_tuple)
-  saving_listeners: tuple = attrs.field(default=(), converter=_listeners_tuple)
+
+  __slots__ = ()
+
+  def __new__(cls, input_fn: Callable[..., Any], max_steps: Optional[int] = None,
+              hooks: Optional[Iterable[Any]] = None,
+              saving_listeners: Optional[Iterable[Any]] = None) -> TrainSpec:
+    _check_input_fn(input_fn)
+    validation.check_positive_int("max_steps", max_steps)
+    return super().__new__(cls, input_fn, max_steps, _hooks_tuple(hooks),
+                           _listeners_tuple(saving_listeners))
 
 
-@attrs.frozen
-class EvalSpec(validation.Replaceable):
+class _EvalSpecFields(NamedTuple):
+  input_fn: Callable[..., Any]
+  steps: Optional[int] = 100
+  name: Optional[str] = None
+  hooks: Tuple[tf.compat.v1.train.SessionRunHook, ...] = ()
+  exporters: Tuple[Exporter, ...] = ()
+  start_delay_secs: float = 120
+  throttle_secs: float = 600
+
+
+class EvalSpec(validation.Replaceable, _EvalSpecFields):
   """The "evaluate" part of train_and_evaluate: input, cadence and exporters.
 
   Evaluation happens after checkpoints (the chief's, in local and master
   mode; the newest one in model_dir, on the evaluator task), at most every
   `throttle_secs` seconds, or, with `every_n_steps`, every N global steps.
+
+  A namedtuple of tf.estimator's seven fields, as its was (`_replace` checks
+  the copy); estimator_lite's keyword-only `every_n_steps` is an attribute
+  beside them, so unpacking sees tf.estimator's fields, while equality,
+  `repr` and `_replace` include it.
 
   Args:
     input_fn: as for TrainSpec; evaluation stops at end of input or `steps`.
@@ -148,15 +169,49 @@ class EvalSpec(validation.Replaceable):
     ValueError: steps <= 0, negative delays, every_n_steps <= 0, exporters
       with missing or duplicate names.
   """
-  input_fn: object = attrs.field(validator=_check_input_fn)
-  steps: object = attrs.field(default=100, validator=_check_positive_int_or_none)
-  name: object = attrs.field(default=None, validator=_check_name)
-  hooks: tuple = attrs.field(default=(), converter=_hooks_tuple)
-  exporters: tuple = attrs.field(default=(), converter=_exporters_tuple)
-  start_delay_secs: object = attrs.field(default=120, validator=_check_non_negative_secs)
-  throttle_secs: object = attrs.field(default=600, validator=_check_non_negative_secs)
-  every_n_steps: object = attrs.field(default=None, kw_only=True,
-                                      validator=_check_positive_int_or_none)
+
+  # No __slots__: every_n_steps lives in the instance's __dict__, outside the
+  # tuple (a tuple subclass cannot have slots of its own).
+  every_n_steps: Optional[int]
+
+  def __new__(cls, input_fn: Callable[..., Any], steps: Optional[int] = 100,
+              name: Optional[str] = None, hooks: Optional[Iterable[Any]] = None,
+              exporters: Any = None, start_delay_secs: float = 120,
+              throttle_secs: float = 600, *, every_n_steps: Optional[int] = None) -> EvalSpec:
+    _check_input_fn(input_fn)
+    validation.check_positive_int("steps", steps)
+    _check_name(name)
+    checked_hooks = _hooks_tuple(hooks)
+    checked_exporters = _exporters_tuple(exporters)
+    _check_non_negative_secs("start_delay_secs", start_delay_secs)
+    _check_non_negative_secs("throttle_secs", throttle_secs)
+    validation.check_positive_int("every_n_steps", every_n_steps)
+    spec = super().__new__(cls, input_fn, steps, name, checked_hooks, checked_exporters,
+                           start_delay_secs, throttle_secs)
+    spec.__dict__["every_n_steps"] = every_n_steps
+    return spec
+
+  def __setattr__(self, name: str, value: Any) -> None:
+    raise AttributeError(f"EvalSpec is immutable: use _replace({name}=...) for a copy.")
+
+  def constructor_arguments(self) -> Dict[str, Any]:
+    return {**super().constructor_arguments(), "every_n_steps": self.every_n_steps}
+
+  def __eq__(self, other: object) -> bool:
+    if isinstance(other, EvalSpec):
+      return tuple(self) == tuple(other) and self.every_n_steps == other.every_n_steps
+    return tuple.__eq__(self, other)
+
+  def __ne__(self, other: object) -> bool:
+    return not self == other
+
+  __hash__ = _EvalSpecFields.__hash__
+
+  def __repr__(self) -> str:
+    text = super().__repr__()
+    if self.every_n_steps is None:
+      return text
+    return f"{text[:-1]}, every_n_steps={self.every_n_steps!r})"
 
 
 # -- train_and_evaluate -----------------------------------------------------------

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Union
 
-import attrs
 import tensorflow as tf
 
 from estimator_lite._util import validation
@@ -24,8 +23,7 @@ def _dict_or_empty(value: Optional[Dict[str, Any]]) -> Dict[str, Any]:
   return dict(value or {})
 
 
-def _check_path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-  del instance, attribute
+def _check_path(value: Any) -> None:
   advice = ("Pass a checkpoint prefix, a model_dir holding checkpoints, or a SavedModel "
             "directory")
   if not value:
@@ -35,12 +33,19 @@ def _check_path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> N
     raise ValueError(f"WarmStartSettings(ckpt_to_initialize_from={value!r}): {advice}.")
 
 
-@attrs.frozen
-class WarmStartSettings(validation.Replaceable):
+class _WarmStartSettingsFields(NamedTuple):
+  ckpt_to_initialize_from: str
+  vars_to_warm_start: Optional[Union[str, List[Any]]] = ".*"
+  var_name_to_vocab_info: Dict[str, Any] = {}
+  var_name_to_prev_var_name: Dict[str, str] = {}
+
+
+class WarmStartSettings(validation.Replaceable, _WarmStartSettingsFields):
   """Which variables to initialise from which checkpoint, when there is no checkpoint yet.
 
   Warm-starting only sets initial values: once model_dir has a checkpoint,
-  training restores from it instead.
+  training restores from it instead. A namedtuple of the four fields, as
+  tf.estimator's was (`_replace` checks the copy).
 
   Args:
     ckpt_to_initialize_from: checkpoint prefix, directory with checkpoints, or
@@ -51,12 +56,22 @@ class WarmStartSettings(validation.Replaceable):
       embeddings whose vocabulary changed.
     var_name_to_prev_var_name: dict of new variable name -> name in the old
       checkpoint, for renamed variables.
+
+  Raises:
+    ValueError: ckpt_to_initialize_from is empty or not a path.
   """
 
-  ckpt_to_initialize_from: str = attrs.field(converter=_path_as_str, validator=_check_path)
-  vars_to_warm_start: Optional[Union[str, List[Any]]] = ".*"
-  var_name_to_vocab_info: Dict[str, Any] = attrs.field(default=None, converter=_dict_or_empty)
-  var_name_to_prev_var_name: Dict[str, str] = attrs.field(default=None, converter=_dict_or_empty)
+  __slots__ = ()
+
+  def __new__(cls, ckpt_to_initialize_from: Any,
+              vars_to_warm_start: Optional[Union[str, List[Any]]] = ".*",
+              var_name_to_vocab_info: Optional[Dict[str, Any]] = None,
+              var_name_to_prev_var_name: Optional[Dict[str, str]] = None) -> WarmStartSettings:
+    path = _path_as_str(ckpt_to_initialize_from)
+    _check_path(path)
+    return super().__new__(cls, path, vars_to_warm_start,
+                           _dict_or_empty(var_name_to_vocab_info),
+                           _dict_or_empty(var_name_to_prev_var_name))
 
 
 def resolve(warm_start_from: Union[None, str, os.PathLike[str], WarmStartSettings]

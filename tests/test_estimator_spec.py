@@ -1,5 +1,4 @@
 """EstimatorSpec: frozen, validated per mode, tf.estimator's positional order, replace()."""
-import attrs
 import pytest
 
 import estimator_lite as est
@@ -36,7 +35,7 @@ def test_positional_order_is_tf_estimators(graph):
 def test_spec_is_frozen_and_replace_validates(graph):
   _, loss, train_op = _train_parts()
   spec = est.EstimatorSpec(est.ModeKeys.TRAIN, loss=loss, train_op=train_op)
-  with pytest.raises(attrs.exceptions.FrozenInstanceError):
+  with pytest.raises(AttributeError):
     spec.loss = None
   with pytest.raises(AttributeError):
     spec.train_op = train_op

@@ -163,9 +163,7 @@ class ModelFn:
     if spec.mode is None:
       # tf.estimator's rule for a model_fn without a `mode` argument: its spec
       # is for the mode model_fn was called in (and must hold what that needs).
-      spec = EstimatorSpec(mode, **{field.name: getattr(spec, field.name)
-                                    for field in attrs.fields(EstimatorSpec)
-                                    if field.name != "mode"})
+      spec = EstimatorSpec(mode, *spec[1:])
     if spec.mode != mode:
       raise ValueError(
           f"model_fn was called with mode {mode!r} but returned an EstimatorSpec "

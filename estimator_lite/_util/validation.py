@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterable, Optional, Tuple, cast
+from typing import Any, Dict, Iterable, Optional, Tuple, cast
 
-import attrs
 import tensorflow as tf
 
 # The keys evaluate() adds to every result (and a model_fn's metrics may not use).
@@ -152,11 +151,20 @@ def check_step_count(name: str, value: Any, unbounded_ok: bool) -> Optional[int]
 
 
 class Replaceable:
-  """`replace()` and `_replace()` for frozen attrs value objects (tf.estimator's were namedtuples).
+  """`replace()` and `_replace()` for the spec namedtuples, validated (a mixin before the tuple base).
 
-  The copy is built by the class's own constructor, so it is validated like
+  tf.estimator's EstimatorSpec, TrainSpec, EvalSpec, WarmStartSettings and
+  receivers were namedtuples, and programs unpack, index and `_replace` them,
+  so estimator_lite's are too. A namedtuple's own `_replace` skips the
+  constructor; this one builds the copy through it, so a copy is checked like
   any new value.
   """
+
+  __slots__ = ()
+
+  def constructor_arguments(self) -> Dict[str, Any]:
+    """The keyword arguments that rebuild this value: its fields (a subclass adds keyword-only ones)."""
+    return cast(Any, self)._asdict()
 
   def replace(self, **changes: Any) -> Any:
     """Returns a validated copy with `changes` applied.
@@ -164,14 +172,12 @@ class Replaceable:
     Raises:
       ValueError: a name that is not a field (namedtuple's text).
     """
-    # Every subclass is an attrs class; this mixin itself is not one.
-    instance = cast(Any, self)
-    fields = [field.name for field in attrs.fields(type(instance))]
-    unknown = sorted(set(changes) - set(fields))
+    arguments = self.constructor_arguments()
+    unknown = sorted(set(changes) - set(arguments))
     if unknown:
       raise ValueError(f"Got unexpected field names: {unknown}: {type(self).__name__} has "
-                       f"no field(s) {unknown}; its fields are {fields}.")
-    return attrs.evolve(instance, **changes)
+                       f"no field(s) {unknown}; its fields are {list(arguments)}.")
+    return type(self)(**{**arguments, **changes})
 
   _replace = replace
 

@@ -7,9 +7,8 @@ tf.estimator 2.15 gave, followed by how to fix it.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
-import attrs
 import numpy as np
 import tensorflow as tf
 
@@ -27,26 +26,6 @@ _DEFAULT_NAMES = {
 }
 _HOW_TO_BUILD = ("Build it inside the receiver fn (e.g. with tf.compat.v1.placeholder, "
                  "or tf.io.parse_example of one) and pass the tensor itself.")
-
-
-class UnpacksLikeATuple:
-  """Unpacking and indexing of a receiver's fields, in order, as tf.estimator's namedtuples had.
-
-  So that `features, receiver_tensors, _ = serving_input_receiver_fn()` and
-  `receiver[0]` keep working. Every subclass is an attrs class.
-  """
-
-  def _values(self) -> tuple:
-    return attrs.astuple(self, recurse=False)  # type: ignore[arg-type]
-
-  def __iter__(self) -> Iterator[Any]:
-    return iter(self._values())
-
-  def __len__(self) -> int:
-    return len(self._values())
-
-  def __getitem__(self, index: Any) -> Any:
-    return self._values()[index]
 
 
 def _converts_to_tensor(value: Any) -> bool:

@@ -6,9 +6,8 @@ the model_fn expects, and returns a `ServingInputReceiver` pairing the two.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
-import attrs
 import tensorflow as tf
 
 from estimator_lite._util import validation
@@ -27,10 +26,13 @@ def _check_alternatives(alternatives: Any) -> Optional[Dict[str, Dict[str, Any]]
           for name, tensors in alternatives.items()}
 
 
-# eq=False: identity equality and hashing; comparing dicts of graph tensors by
-# value would build ops (or fail) rather than answer.
-@attrs.frozen(init=False, eq=False)
-class ServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
+class _ServingInputReceiverFields(NamedTuple):
+  features: Any
+  receiver_tensors: Dict[str, Any]
+  receiver_tensors_alternatives: Optional[Dict[str, Dict[str, Any]]] = None
+
+
+class ServingInputReceiver(validation.Replaceable, _ServingInputReceiverFields):
   """Returned by a serving_input_receiver_fn: model features and the inputs fed at serving.
 
   Args:
@@ -50,23 +52,19 @@ class ServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLike
     ValueError: a missing or non-tensor value, or a key of the wrong type.
   """
 
-  features: Dict[Union[str, int], Any]
-  receiver_tensors: Dict[str, Any]
-  receiver_tensors_alternatives: Optional[Dict[str, Dict[str, Any]]] = None
+  __slots__ = ()
 
-  def __init__(self, features: Any, receiver_tensors: Any,
-               receiver_tensors_alternatives: Optional[Dict[str, Any]] = None) -> None:
-    self.__attrs_init__(
-        features=_receiver_tensors.wrap_and_check_input_tensors(
-            features, "feature", allow_int_keys=True),
-        receiver_tensors=_receiver_tensors.wrap_and_check_input_tensors(
-            receiver_tensors, "receiver_tensor"),
-        receiver_tensors_alternatives=_check_alternatives(
-            receiver_tensors_alternatives))
+  def __new__(cls, features: Any, receiver_tensors: Any,
+              receiver_tensors_alternatives: Optional[Dict[str, Any]] = None
+              ) -> ServingInputReceiver:
+    return super().__new__(
+        cls,
+        _receiver_tensors.wrap_and_check_input_tensors(features, "feature", allow_int_keys=True),
+        _receiver_tensors.wrap_and_check_input_tensors(receiver_tensors, "receiver_tensor"),
+        _check_alternatives(receiver_tensors_alternatives))
 
 
-@attrs.frozen(init=False, eq=False)
-class TensorServingInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
+class TensorServingInputReceiver(validation.Replaceable, _ServingInputReceiverFields):
   """A `ServingInputReceiver` whose single feature reaches model_fn as a bare tensor.
 
   For model_fns whose `features` is one `Tensor` rather than a dict.
@@ -80,12 +78,11 @@ class TensorServingInputReceiver(validation.Replaceable, _receiver_tensors.Unpac
     ValueError: features is None or not a tensor, or receiver tensors are bad.
   """
 
-  features: Any
-  receiver_tensors: Dict[str, Any]
-  receiver_tensors_alternatives: Optional[Dict[str, Dict[str, Any]]] = None
+  __slots__ = ()
 
-  def __init__(self, features: Any, receiver_tensors: Any,
-               receiver_tensors_alternatives: Optional[Dict[str, Any]] = None) -> None:
+  def __new__(cls, features: Any, receiver_tensors: Any,
+              receiver_tensors_alternatives: Optional[Dict[str, Any]] = None
+              ) -> TensorServingInputReceiver:
     if features is None:
       raise ValueError(
           "features must be defined. Got None; return the model's single input "
@@ -94,10 +91,8 @@ class TensorServingInputReceiver(validation.Replaceable, _receiver_tensors.Unpac
     _receiver_tensors.check_tensor(features, None, "feature")
     receiver = ServingInputReceiver(features, receiver_tensors,
                                     receiver_tensors_alternatives)
-    self.__attrs_init__(
-        features=features,
-        receiver_tensors=receiver.receiver_tensors,
-        receiver_tensors_alternatives=receiver.receiver_tensors_alternatives)
+    return super().__new__(cls, features, receiver.receiver_tensors,
+                           receiver.receiver_tensors_alternatives)
 
 
 def _non_empty_dict(value: Any, name: str, of_what: str) -> dict:

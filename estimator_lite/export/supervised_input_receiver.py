@@ -10,9 +10,8 @@ returns a `SupervisedInputReceiver` (or, for a model_fn without labels, an
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional, cast
 
-import attrs
 import tensorflow as tf
 
 from estimator_lite._graph import input_fn as _input_fn
@@ -23,9 +22,13 @@ from estimator_lite.export.receiver_tensors import SINGLE_RECEIVER_DEFAULT_NAME
 from estimator_lite.export.serving_input_receiver import ServingInputReceiver
 
 
-# eq=False: identity equality and hashing, as for ServingInputReceiver.
-@attrs.frozen(init=False, eq=False)
-class SupervisedInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksLikeATuple):
+class _SupervisedInputReceiverFields(NamedTuple):
+  features: Any
+  labels: Any
+  receiver_tensors: Dict[str, Any]
+
+
+class SupervisedInputReceiver(validation.Replaceable, _SupervisedInputReceiverFields):
   """Returned by the receiver fn of a TRAIN or EVAL export: features, labels and inputs.
 
   Unlike a `ServingInputReceiver`, it carries the labels model_fn needs to
@@ -45,18 +48,15 @@ class SupervisedInputReceiver(validation.Replaceable, _receiver_tensors.UnpacksL
     ValueError: a missing or non-tensor value, or a key of the wrong type.
   """
 
-  features: Any
-  labels: Any
-  receiver_tensors: Dict[str, Any]
+  __slots__ = ()
 
-  def __init__(self, features: Any, labels: Any, receiver_tensors: Any) -> None:
+  def __new__(cls, features: Any, labels: Any, receiver_tensors: Any) -> SupervisedInputReceiver:
     # Checked as a dict would be; the values are kept as given.
     _receiver_tensors.wrap_and_check_input_tensors(features, "feature", allow_int_keys=True)
     _receiver_tensors.wrap_and_check_input_tensors(labels, "label", allow_int_keys=True)
-    self.__attrs_init__(
-        features=features, labels=labels,
-        receiver_tensors=_receiver_tensors.wrap_and_check_input_tensors(
-            receiver_tensors, "receiver_tensor"))
+    return super().__new__(
+        cls, features, labels,
+        _receiver_tensors.wrap_and_check_input_tensors(receiver_tensors, "receiver_tensor"))
 
 
 class UnsupervisedInputReceiver(ServingInputReceiver):
@@ -76,13 +76,15 @@ class UnsupervisedInputReceiver(ServingInputReceiver):
       receiver_tensors_alternatives.
   """
 
-  def __init__(self, features: Any, receiver_tensors: Any,
-               receiver_tensors_alternatives: None = None) -> None:
+  __slots__ = ()
+
+  def __new__(cls, features: Any, receiver_tensors: Any,
+              receiver_tensors_alternatives: None = None) -> UnsupervisedInputReceiver:
     if receiver_tensors_alternatives is not None:
       raise ValueError(
           "UnsupervisedInputReceiver has no receiver_tensors_alternatives (they add "
           "serving signatures); use a ServingInputReceiver to serve them.")
-    super().__init__(features, receiver_tensors)
+    return cast(UnsupervisedInputReceiver, super().__new__(cls, features, receiver_tensors))
 
 
 def _keys(value: Any, single_name: str) -> set:
