@@ -134,7 +134,9 @@ def __getattr__(name: str) -> Any:
   else:
     canned = importlib.import_module(f"{__name__}.canned")
     if name not in canned.V2_NAMES:
-      raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+      not_provided = importlib.import_module(f"{__name__}._util.not_provided")
+      raise not_provided.not_provided_error(
+          __name__, name, canned.removed_estimators("tf.estimator"))
     value = canned.resolve(canned.V2_NAMES, name)
   globals()[name] = value
   return value

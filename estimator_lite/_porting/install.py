@@ -36,11 +36,13 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import re
 import sys
 import types
 from typing import Any, List, Optional, Sequence
 
 from estimator_lite._porting import names
+from estimator_lite._util import module_alias
 
 # tf-keras's modules behind `tf.keras.estimator` (TensorFlow's KerasLazyLoader
 # resolves `tf.keras` to tf_keras.api._v2.keras and `tf.compat.v1.keras` to
@@ -57,8 +59,12 @@ _KERAS_MODULES = {
 # The TensorFlow module objects that get an `estimator` attribute, by the
 # dotted path names.py knows them under.
 _TF_NAMESPACES = ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2")
+# The module names TensorFlow loads its compat namespaces under. A program's
+# `import tensorflow.compat.v1` loads a second module object for
+# tf.compat.v1 (and makes it `tf.compat.v1`): the finder gives every such
+# copy, loaded after install(), its `estimator` too.
+_TF_NAMESPACE_MODULES = re.compile(r"tensorflow(?:\._api\.v2)?\.compat\.(v1|v2)")
 
-_ALIAS = "alias"
 _NAMESPACE = "namespace"
 _KERAS = "keras"
 
@@ -75,7 +81,7 @@ def _leads_to_public(fullname: str) -> bool:
 
 
 class _Loader(importlib.abc.Loader):
-  """Serves one path: an estimator_lite module, a namespace, or a Keras forwarder."""
+  """Serves one path: a namespace, or a Keras forwarder."""
 
   def __init__(self, kind: str, target: Optional[str]) -> None:
     self._kind = kind
@@ -85,13 +91,7 @@ class _Loader(importlib.abc.Loader):
     return None  # The default module; exec_module fills or replaces it.
 
   def exec_module(self, module: types.ModuleType) -> None:
-    if self._kind == _ALIAS:
-      # The import system returns whatever sys.modules holds after exec_module:
-      # the program gets estimator_lite's very module object, whose own
-      # __spec__ and __name__ stay untouched.
-      assert self._target is not None
-      sys.modules[module.__name__] = importlib.import_module(self._target)
-    elif self._kind == _NAMESPACE:
+    if self._kind == _NAMESPACE:
       module.__path__ = []  # A package: its children come through the finder.
       module.__getattr__ = _namespace_getattr(module.__name__)  # type: ignore[method-assign]
     else:
@@ -122,6 +122,35 @@ def _forwarding_getattr(target: str) -> Any:
   return getattr_
 
 
+class _EstimatorAttributeLoader(importlib.abc.Loader):
+  """TensorFlow's loader of a namespace module, which then gets its `estimator`."""
+
+  def __init__(self, loader: importlib.abc.Loader, public_path: str) -> None:
+    self._loader = loader
+    self._public_path = public_path
+
+  def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[types.ModuleType]:
+    return self._loader.create_module(spec)
+
+  def exec_module(self, module: types.ModuleType) -> None:
+    self._loader.exec_module(module)
+    # On first use: this may run while `import tensorflow` itself is under
+    # way (TensorFlow loads its compat namespaces as it initialises), before
+    # estimator_lite's modules can import it.
+    original = module.__dict__.get("__getattr__")
+    public_path = self._public_path
+
+    def getattr_(name: str) -> Any:
+      if name == "estimator":
+        _set_estimator(module, public_path)
+        return module.estimator
+      if original is not None:
+        return original(name)
+      raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+    module.__getattr__ = getattr_  # type: ignore[method-assign]
+
+
 class EstimatorFinder(importlib.abc.MetaPathFinder):
   """Finds tf.estimator's import paths; see the module docstring."""
 
@@ -133,19 +162,22 @@ class EstimatorFinder(importlib.abc.MetaPathFinder):
     Raises:
       ImportError: `fullname` is tf.estimator's private code.
     """
-    del path, target  # Served paths do not depend on where the parent lives.
     if fullname in _KERAS_MODULES:
       keras_target = names.target_of(_KERAS_MODULES[fullname])
       return importlib.util.spec_from_loader(fullname, _Loader(_KERAS, keras_target))
     if not fullname.startswith(("tensorflow", "tf_keras")):
       return None  # The common case, answered at once.
+    namespace = _TF_NAMESPACE_MODULES.fullmatch(fullname)
+    if namespace is not None:
+      return self._namespace_spec(fullname, path, target,
+                                  f"tensorflow.compat.{namespace.group(1)}.estimator")
     mapped = names.target_of(fullname)
     if mapped is not None:
       # A path below a namespace that estimator_lite does not have
       # (`tensorflow.estimator.nothing`) fails as a missing module would.
       if importlib.util.find_spec(mapped) is None:
         return None
-      return importlib.util.spec_from_loader(fullname, _Loader(_ALIAS, mapped))
+      return importlib.util.spec_from_loader(fullname, module_alias.AliasLoader(mapped))
     if names.is_private(fullname):
       raise private_import_error(fullname)
     if fullname.split(".")[0] in names.PRIVATE_PACKAGES and _leads_to_public(fullname):
@@ -153,9 +185,29 @@ class EstimatorFinder(importlib.abc.MetaPathFinder):
           fullname, _Loader(_NAMESPACE, None), is_package=True)
     return None
 
+  def _namespace_spec(self, fullname: str, path: Optional[Sequence[str]],
+                      target: Optional[types.ModuleType], public_path: str
+                      ) -> Optional[importlib.machinery.ModuleSpec]:
+    """TensorFlow's own spec for a tf.compat.vN module, whose loader adds `estimator`."""
+    for finder in sys.meta_path:
+      find_spec = getattr(finder, "find_spec", None)
+      if finder is self or find_spec is None:
+        continue
+      spec = find_spec(fullname, path, target)
+      if spec is not None and spec.loader is not None:
+        spec.loader = _EstimatorAttributeLoader(spec.loader, public_path)
+        return spec
+    return None
+
 
 def _finder() -> Optional[EstimatorFinder]:
   return next((f for f in sys.meta_path if isinstance(f, EstimatorFinder)), None)
+
+
+def _set_estimator(module: types.ModuleType, public_path: str) -> None:
+  mapped = names.target_of(public_path)
+  assert mapped is not None
+  setattr(module, "estimator", importlib.import_module(mapped))
 
 
 def _set_tensorflow_attributes() -> List[str]:
@@ -166,10 +218,14 @@ def _set_tensorflow_attributes() -> List[str]:
     module: Any = tensorflow
     for part in dotted.split(".")[1:]:
       module = getattr(module, part)
-    mapped = names.target_of(f"{dotted}.estimator")
-    assert mapped is not None
-    setattr(module, "estimator", importlib.import_module(mapped))
+    _set_estimator(module, f"{dotted}.estimator")
     done.append(dotted.replace("tensorflow", "tf", 1) + ".estimator")
+  # The other copies TensorFlow loaded of its compat namespaces (under their
+  # _api names, or a second `tensorflow.compat.v1` an import made).
+  for name, module in list(sys.modules.items()):
+    namespace = _TF_NAMESPACE_MODULES.fullmatch(name)
+    if namespace is not None and module is not None:
+      _set_estimator(module, f"tensorflow.compat.{namespace.group(1)}.estimator")
   return done
 
 

@@ -9,7 +9,12 @@ their parent: `tensorflow.estimator.export` is `estimator_lite.export`.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import functools
+import json
+import os
+from typing import Any, Dict, Optional, Tuple
+
+from estimator_lite import canned
 
 # tf.estimator 2.15's namespaces, by the path a program names them with.
 # `tensorflow_estimator.estimator` is the v1 API (the package's top level
@@ -32,9 +37,30 @@ MODULES: Dict[str, str] = {
     "tf_keras.estimator": "estimator_lite.keras",
 }
 
+# The namespace of tf.estimator 2.15's list of public names
+# (tf_estimator_2_15_api.json, written in its venv) that each path of MODULES
+# is: the list spells each name once per namespace a program reached it by.
+PUBLIC_NAMESPACES: Dict[str, str] = {
+    "tensorflow.estimator": "tf.estimator",
+    "tensorflow.compat.v2.estimator": "tf.compat.v2.estimator",
+    "tensorflow.compat.v1.estimator": "tf.compat.v1.estimator",
+    "tensorflow_estimator.estimator": "tf.compat.v1.estimator",
+    "tensorflow_estimator.python.estimator.api._v2.estimator": "tf.estimator",
+    "tensorflow_estimator.python.estimator.api._v1.estimator": "tf.compat.v1.estimator",
+    "tensorflow_estimator._api.v2.estimator": "tf.estimator",
+    "tensorflow_estimator._api.v1.estimator": "tf.compat.v1.estimator",
+    "tensorflow.keras.estimator": "tf.keras.estimator",
+    "tensorflow.compat.v2.keras.estimator": "tf.keras.estimator",
+    "tensorflow.compat.v1.keras.estimator": "tf.compat.v1.keras.estimator",
+    "tf_keras.estimator": "tf.keras.estimator",
+}
+_PUBLIC_API_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "tf_estimator_2_15_api.json")
+
 # Submodules of a mapped namespace whose estimator_lite counterpart is not
 # `<target>.<name>` (estimator_lite.compat.v1 is a module, not a package: its
 # `inputs`, `export` and `experimental` are the top-level package's modules).
+_COMPAT_V1 = "estimator_lite.compat.v1"
 SUBMODULES: Dict[str, str] = {
     "estimator_lite.compat.v1.inputs": "estimator_lite.inputs",
     "estimator_lite.compat.v1.export": "estimator_lite.export",
@@ -81,6 +107,83 @@ def _resolve_submodule(target: str) -> str:
     if target == prefix or target.startswith(prefix + "."):
       return replacement + target[len(prefix):]
   return target
+
+
+@functools.lru_cache(maxsize=None)
+def public_api() -> Dict[str, Any]:
+  """tf.estimator 2.15's public names: {"names": {path: {"kind", "object"}}, ...}."""
+  with open(_PUBLIC_API_FILE, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def _namespace_of(dotted: str) -> Optional[str]:
+  parts = dotted.split(".")
+  for cut in range(len(parts), 0, -1):
+    head = ".".join(parts[:cut])
+    if head in MODULES:
+      return head
+  return None
+
+
+def unknown_name_hint(dotted: str) -> Optional[str]:
+  """Why `dotted`, under a tf.estimator namespace, names nothing estimator_lite has; else None.
+
+  estimator_lite provides every public name of tf.estimator 2.15 (the list
+  in tf_estimator_2_15_api.json); a name 2.15 did not have is either one
+  tf.estimator removed earlier (canned.REMOVED says what to use instead) or
+  a misspelling.
+
+  Args:
+    dotted: an attribute or import path as the program spells it
+      (`tensorflow.estimator.BoostedTreesClassifier`).
+
+  Returns:
+    None when `dotted` is not under a tf.estimator namespace, or names a
+    2.15 name (or an attribute of one: `tensorflow.estimator.ModeKeys.TRAIN`);
+    otherwise the hint the migration tool reports.
+  """
+  namespace = _namespace_of(dotted)
+  if namespace is None:
+    return None
+  listed = public_api()["names"]
+  root = PUBLIC_NAMESPACES[namespace]
+  current = root
+  for part in dotted[len(namespace):].split(".")[1:]:
+    child = f"{current}.{part}"
+    if child not in listed:
+      if listed[current]["kind"] != "module":
+        return None  # An attribute of a class or function of the list.
+      relative = child[len(root) + 1:]
+      spelled = f"{root}.{relative}"
+      if relative in canned.REMOVED:
+        what, instead = canned.REMOVED[relative]
+        return f"`{spelled}` ({what}) is not part of estimator_lite. {instead}"
+      return (f"tf.estimator 2.15 has no `{spelled}`, and estimator_lite has no "
+              "counterpart: check the name, or port this use by hand")
+    if listed[child]["kind"] != "module":
+      return None
+    current = child
+  return None
+
+
+def compat_v1_child(dotted: str) -> Optional[str]:
+  """The module that stands in for `estimator_lite.compat.v1.<child>`, else None.
+
+  estimator_lite.compat.v1 is one module; its `export`, `inputs`,
+  `experimental`, `tpu` (and `estimator`) are other modules of the package,
+  served under its path so that `from estimator_lite.compat.v1.export import
+  X` works as `from tensorflow.compat.v1.estimator.export import X` did.
+
+  Args:
+    dotted: a module path.
+
+  Returns:
+    The estimator_lite module path, or None for a path not under compat.v1.
+  """
+  if not dotted.startswith(_COMPAT_V1 + "."):
+    return None
+  target = _resolve_submodule(dotted)
+  return None if target == dotted else target
 
 
 def is_private(dotted: str) -> bool:

@@ -315,10 +315,16 @@ class _Analyzer(cst.CSTVisitor):
     aliases = [] if isinstance(node.names, cst.ImportStar) else list(node.names)
     target = names.target_of(module)
     if target is not None:
-      self._plan_statement(node, [node.with_changes(
-          module=_name_node(target))])
       for alias in aliases:
         self._bind(self._bound_name(alias), None)
+      hints = [hint for hint in (names.unknown_name_hint(f"{module}.{_dotted(alias.name)}")
+                                 for alias in aliases) if hint is not None]
+      if hints:
+        # The statement stays as it was: estimator_lite has no object to import.
+        self.problems.append(Problem(self._line(node), self._code(node), "; ".join(hints)))
+        return False
+      self._plan_statement(node, [node.with_changes(
+          module=_name_node(target))])
       return False
     if names.is_private(module):
       self._private(node)
@@ -385,6 +391,14 @@ class _Analyzer(cst.CSTVisitor):
       node.value.visit(self)
       return False
     target = names.target_of(path)
+    hint = names.unknown_name_hint(path) if target is not None else None
+    if hint is not None:
+      # Left as it was, and reported once for the whole chain; its name stays in use.
+      self.problems.append(Problem(self._line(node), self._code(node), hint))
+      root = _dotted(node)
+      assert root is not None
+      self._uses[root.split(".")[0]].append(self._line(node))
+      return False
     if target is not None:
       self.plan.chains[id(node)] = target
       self._needed.add(_module_of(target))

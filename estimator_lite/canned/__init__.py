@@ -1,4 +1,4 @@
-"""Canned estimators (DNN, Linear, DNNLinearCombined, Baseline) and the names that reach them.
+"""Canned estimators (DNN, Linear, DNNLinearCombined, Baseline, RNN, KMeans) and the names that reach them.
 
 The public namespaces (estimator_lite, estimator_lite.compat.v1,
 estimator_lite.experimental) resolve these names on first use: a program that
@@ -7,7 +7,9 @@ never uses a canned estimator or a head does not pay for importing them.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Tuple
+
+from estimator_lite._util.not_provided import NotProvided
 
 _HEADS = {
     "Head": "estimator_lite.head.base_head",
@@ -48,10 +50,63 @@ V1_NAMES: Dict[str, tuple] = {
 }
 # tf.compat.v1.estimator.experimental's logit builders (offered in both
 # experimental namespaces: estimator_lite has one module for both).
+# The experimental estimators too: LinearSDCA (the linear estimators'
+# optimizer), the RNN estimators, and KMeans (tf.compat.v1.estimator.experimental's
+# only; 2.15's class is KMeansClustering).
 EXPERIMENTAL_NAMES: Dict[str, tuple] = {
     "dnn_logit_fn_builder": ("estimator_lite.canned.dnn", "dnn_logit_fn_builder"),
     "linear_logit_fn_builder": ("estimator_lite.canned.linear", "linear_logit_fn_builder"),
+    "LinearSDCA": ("estimator_lite.canned.linear_sdca", "LinearSDCA"),
+    "RNNClassifier": ("estimator_lite.canned.rnn", "RNNClassifier"),
+    "RNNEstimator": ("estimator_lite.canned.rnn", "RNNEstimator"),
+    "KMeans": ("estimator_lite.canned.kmeans", "KMeansClustering"),
 }
+
+
+# tf.estimator's estimators removed before 2.15 (programs written for earlier
+# releases still ask for them; TensorFlow 2.21 has no kernels for the
+# boosted-trees ops), by their path under a tf.estimator namespace: what each
+# was and what to use instead.
+_BOOSTED_TREES_INSTEAD = (
+    "Use TensorFlow Decision Forests (tensorflow_decision_forests.keras."
+    "GradientBoostedTreesModel), which tf.estimator pointed to when it removed them, "
+    "or scikit-learn's {sklearn}.")
+REMOVED: Dict[str, Tuple[str, str]] = {
+    "BoostedTreesClassifier": (
+        "a gradient-boosted trees classifier, removed in tf.estimator 2.9",
+        _BOOSTED_TREES_INSTEAD.format(sklearn="HistGradientBoostingClassifier")),
+    "BoostedTreesRegressor": (
+        "a gradient-boosted trees regressor, removed in tf.estimator 2.9",
+        _BOOSTED_TREES_INSTEAD.format(sklearn="HistGradientBoostingRegressor")),
+    "BoostedTreesEstimator": (
+        "a gradient-boosted trees estimator with a custom head, removed in "
+        "tf.estimator 2.9",
+        _BOOSTED_TREES_INSTEAD.format(sklearn="HistGradientBoostingClassifier or "
+                                      "HistGradientBoostingRegressor")),
+    "experimental.SavedModelEstimator": (
+        "an Estimator serving a SavedModel's signatures, removed in tf.estimator 2.15",
+        "Load the SavedModel with tf.saved_model.load and call its signatures, or "
+        "warm-start an estimator_lite Estimator from it (WarmStartSettings takes a "
+        "SavedModel directory)."),
+}
+
+
+def removed_estimators(namespace: str, submodule: str = "") -> NotProvided:
+  """The estimators tf.estimator removed before 2.15 that `namespace` had.
+
+  Args:
+    namespace: the tf.estimator namespace the error names
+      (`tf.estimator`, `tf.compat.v1.estimator.experimental`, ...).
+    submodule: which of its namespaces: "" for the top level, or
+      "experimental".
+
+  Returns:
+    The not-provided table (see estimator_lite._util.not_provided).
+  """
+  prefix = f"{submodule}." if submodule else ""
+  return {path[len(prefix):]: (namespace, what, instead)
+          for path, (what, instead) in REMOVED.items()
+          if path.startswith(prefix) and "." not in path[len(prefix):]}
 
 
 def resolve(names: Mapping[str, tuple], name: str) -> Any:

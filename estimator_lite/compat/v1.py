@@ -24,6 +24,8 @@ from estimator_lite import experimental
 from estimator_lite import export
 from estimator_lite import inputs
 from estimator_lite import canned
+from estimator_lite._porting import names
+from estimator_lite._util import module_alias
 from estimator_lite._util.not_provided import not_provided_error
 from estimator_lite._util.not_provided import NotProvided
 from estimator_lite.estimator import Estimator
@@ -69,18 +71,21 @@ _PROVIDED = (
     "train_and_evaluate", "export", "experimental", "inputs", "tpu",
 )
 
-# tf.compat.v1.estimator names that estimator_lite leaves out (none today);
-# asking for one says what to use instead of a bare AttributeError.
-_NOT_PROVIDED: NotProvided = {}
+# tf.compat.v1.estimator names that estimator_lite leaves out (those removed
+# before 2.15); asking for one says what to use instead of a bare AttributeError.
+_NOT_PROVIDED: NotProvided = canned.removed_estimators("tf.compat.v1.estimator")
 
 
 __all__ = sorted(_PROVIDED + ("estimator",) + tuple(canned.V1_NAMES))
 
 # An empty search path makes this module a package to the import system, so
-# that `import tensorflow.compat.v1.estimator.tpu` (and `.export`, `.inputs`,
-# `.experimental`), which install() aliases to this module, asks install()'s
-# finder for the child instead of failing with "is not a package".
+# that `import estimator_lite.compat.v1.export` (and `.inputs`,
+# `.experimental`, `.tpu`, `.estimator`), and the tf.estimator paths
+# install() aliases to this module, ask the finders on sys.meta_path for the
+# child instead of failing with "is not a package"; this one serves the
+# children as the package's modules that stand in for them.
 __path__: List[str] = []
+module_alias.register(names.compat_v1_child)
 
 
 def __getattr__(name: str) -> Any:

@@ -2,9 +2,11 @@
 
 Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimental
 is this module), with the canned logit builders `dnn_logit_fn_builder` and
-`linear_logit_fn_builder`. LinearSDCA, RNNClassifier, RNNEstimator and KMeans
-are not provided: asking for one raises an AttributeError saying what to use
-instead.
+`linear_logit_fn_builder`, and the experimental estimators LinearSDCA (the
+linear estimators' SDCA optimizer), RNNClassifier, RNNEstimator and KMeans
+(tf.compat.v1.estimator.experimental's). SavedModelEstimator, removed in
+tf.estimator 2.15, is not provided: asking for it raises an error saying what
+to use instead.
 """
 from __future__ import annotations
 
@@ -22,27 +24,9 @@ from estimator_lite.experimental.logit_fn import call_logit_fn
 from estimator_lite.experimental.stop_at_checkpoint_step import make_stop_at_checkpoint_step_hook
 from estimator_lite.export.supervised_input_receiver import build_raw_supervised_input_receiver_fn
 
-_V2 = "tf.estimator.experimental"
-_V1 = "tf.compat.v1.estimator.experimental"
-_WRITE_MODEL_FN = "Write a model_fn for estimator_lite.Estimator"
 # tf.estimator.experimental's (and the v1 namespace's) names estimator_lite
-# leaves out: the canned-estimator parts.
-_NOT_PROVIDED = {
-    "LinearSDCA": (
-        _V2, "the SDCA optimizer of the canned linear estimators",
-        f"{_WRITE_MODEL_FN} with a linear model and a tf.compat.v1.train optimizer "
-        "(e.g. FtrlOptimizer) instead."),
-    "RNNClassifier": (
-        _V2, "a canned RNN estimator",
-        f"{_WRITE_MODEL_FN} that builds the RNN itself instead."),
-    "RNNEstimator": (
-        _V2, "a canned RNN estimator",
-        f"{_WRITE_MODEL_FN} that builds the RNN itself instead."),
-    "KMeans": (
-        _V1, "a canned clustering estimator",
-        f"{_WRITE_MODEL_FN} around your clustering step, or cluster outside the "
-        "Estimator (e.g. sklearn.cluster.KMeans)."),
-}
+# leaves out: removed before 2.15.
+_NOT_PROVIDED = canned.removed_estimators("tf.estimator.experimental", "experimental")
 
 
 def __getattr__(name: str) -> Any:

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any, Dict, Mapping, Optional, Union
 
@@ -78,3 +79,11 @@ def model_to_estimator(keras_model: Any = None,
       custom_objects=custom_objects, model_dir=model_dir, config=config,
       checkpoint_format=checkpoint_format, metric_names_map=metric_names_map,
       export_outputs=export_outputs)
+
+
+def __getattr__(name: str) -> Any:
+  # `estimator_lite.keras.v1` without importing it first, as
+  # `tf.compat.v1.keras.estimator` was reached by attribute.
+  if name == "v1":
+    return importlib.import_module(f"{__name__}.v1")
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,14 +38,11 @@ _V1_EXPERIMENTAL = [
     "InMemoryEvaluatorHook", "build_raw_supervised_input_receiver_fn", "call_logit_fn",
     "make_early_stopping_hook", "make_stop_at_checkpoint_step_hook",
     "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
-    "stop_if_no_increase_hook",
+    "stop_if_no_increase_hook", "KMeans", "LinearSDCA", "RNNClassifier", "RNNEstimator",
 ]
 # tf.estimator.experimental / tf.compat.v1.estimator.experimental names that
-# estimator_lite leaves out, with the hint its error gives.
-_EXPERIMENTAL_NOT_PROVIDED = {
-    "LinearSDCA": "tf.compat.v1.train optimizer", "RNNClassifier": "builds the RNN itself",
-    "RNNEstimator": "builds the RNN itself", "KMeans": "around your clustering step",
-}
+# estimator_lite leaves out (removed before 2.15), with the hint its error gives.
+_EXPERIMENTAL_NOT_PROVIDED = {"SavedModelEstimator": "tf.saved_model.load"}
 
 
 def test_v1_module_has_tf_compat_v1_estimator_names_as_the_same_objects():
