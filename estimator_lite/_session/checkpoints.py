@@ -133,6 +133,9 @@ def _checkpoint_name(variable: tf.Variable) -> tuple:
   info = tf_internals.partition_of(variable)
   if info is not None:   # a partition of a partitioned variable
     return info.full_name, tuple(info.full_shape)
+  if variable.shape.rank is None:
+    # Made with validate_shape=False (k-means' `clusters`): any saved shape fits.
+    return variable.op.name, None
   return variable.op.name, tuple(variable.shape.as_list())
 
 
@@ -167,7 +170,7 @@ def check_checkpoint_matches_graph(checkpoint_path: Optional[str], graph: tf.Gra
     name, shape = _checkpoint_name(variable)
     if name not in saved:
       missing.append(name)
-    elif None not in shape and tuple(saved[name]) != shape:
+    elif shape is not None and None not in shape and tuple(saved[name]) != shape:
       reshaped.append(f"{name}: graph {list(shape)} vs checkpoint {list(saved[name])}")
   if not missing and not reshaped:
     return
