@@ -29,6 +29,7 @@ import tf_keras
 
 from estimator_lite.canned import default_heads
 from estimator_lite.canned import estimator_rules
+from estimator_lite.canned import linear_sdca
 from estimator_lite.canned import optimizers
 from estimator_lite.canned.estimator_rules import SUM_OVER_BATCH_SIZE
 from estimator_lite.canned.estimator_rules import V1_SUM
@@ -166,10 +167,16 @@ def linear_logit_fn_builder(units: int, feature_columns: Iterable[Any],
 
 def _linear_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
                         feature_columns: Tuple[Any, ...], optimizer: OptimizerArg,
-                        config: Optional[RunConfig], sparse_combiner: str = "sum") -> EstimatorSpec:
+                        config: Optional[RunConfig], sparse_combiner: str = "sum",
+                        weight_column: Any = None,
+                        sdca_loss_type: Optional[str] = None) -> EstimatorSpec:
   """The model_fn of the top-level Linear estimators."""
   del config
   estimator_rules.check_features(features)
+  if isinstance(optimizer, linear_sdca.LinearSDCA):
+    return linear_sdca.sdca_model_fn(
+        features, labels, mode, head, feature_columns, optimizer, weight_column=weight_column,
+        loss_type=sdca_loss_type, model_name="linear/linear_model")
   logits, trainable_variables = build_linear_logits(
       units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner, features=features)
@@ -186,7 +193,8 @@ def _linear_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
 def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
                         feature_columns: Tuple[Any, ...], optimizer: OptimizerArg,
                         partitioner: Any, config: Optional[RunConfig],
-                        sparse_combiner: str = "sum") -> EstimatorSpec:
+                        sparse_combiner: str = "sum", weight_column: Any = None,
+                        sdca_loss_type: Optional[str] = None) -> EstimatorSpec:
   """The model_fn of the compat.v1 Linear estimators."""
   estimator_rules.check_features(features)
   num_ps_replicas = config.num_ps_replicas if config else 0
@@ -196,6 +204,11 @@ def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
       max_partitions=num_ps_replicas, min_slice_size=64 << 20)
   with tf.compat.v1.variable_scope("linear", values=tuple(features.values()),
                                    partitioner=partitioner):
+    if isinstance(optimizer, linear_sdca.LinearSDCA):
+      return linear_sdca.sdca_model_fn(
+          features, labels, mode, head, feature_columns, optimizer,
+          weight_column=weight_column, loss_type=sdca_loss_type,
+          model_name=linear_sdca.v1_model_name(head))
     logit_fn = linear_logit_fn_builder(units=head.logits_dimension,
                                        feature_columns=feature_columns,
                                        sparse_combiner=sparse_combiner)
@@ -209,8 +222,9 @@ def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
 
 
 def _linear_model_fn(head: Any, feature_columns: Iterable[Any], optimizer: OptimizerArg,
-                     sparse_combiner: str, v1: bool = False,
-                     partitioner: Any = None) -> Callable[..., EstimatorSpec]:
+                     sparse_combiner: str, v1: bool = False, partitioner: Any = None,
+                     weight_column: Any = None,
+                     sdca_loss_type: Optional[str] = None) -> Callable[..., EstimatorSpec]:
   """The model_fn a Linear estimator of this module hands to `Estimator`.
 
   Args:
@@ -220,6 +234,10 @@ def _linear_model_fn(head: Any, feature_columns: Iterable[Any], optimizer: Optim
     sparse_combiner: "sum", "mean" or "sqrtn".
     v1: whether it is a compat.v1 estimator (v1 optimizer, partitioner).
     partitioner: the v1 estimator's variable partitioner, or None.
+    weight_column: the head's weight column (what a `LinearSDCA` weighs
+      examples with), or None.
+    sdca_loss_type: the loss a `LinearSDCA` trains with ("logistic_loss",
+      "squared_loss"); None: the one the head implies.
 
   Returns:
     `model_fn(features, labels, mode, config) -> EstimatorSpec`.
@@ -231,10 +249,12 @@ def _linear_model_fn(head: Any, feature_columns: Iterable[Any], optimizer: Optim
       return _linear_model_fn_v1(
           features=features, labels=labels, mode=mode, head=head, feature_columns=columns,
           optimizer=optimizer, partitioner=partitioner, config=config,
-          sparse_combiner=sparse_combiner)
+          sparse_combiner=sparse_combiner, weight_column=weight_column,
+          sdca_loss_type=sdca_loss_type)
     return _linear_model_fn_v2(
         features=features, labels=labels, mode=mode, head=head, feature_columns=columns,
-        optimizer=optimizer, config=config, sparse_combiner=sparse_combiner)
+        optimizer=optimizer, config=config, sparse_combiner=sparse_combiner,
+        weight_column=weight_column, sdca_loss_type=sdca_loss_type)
 
   return model_fn
 
@@ -290,7 +310,8 @@ class LinearClassifier(Estimator):
         labels are ids (or 0/1 floats for two classes).
       optimizer: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD' (learning rate
         0.2), a `tf_keras.optimizers.legacy` optimizer, or a callable returning
-        one; None: Ftrl at min(0.2, 1 / sqrt(len(feature_columns))).
+        one; None: Ftrl at min(0.2, 1 / sqrt(len(feature_columns))). Also an
+        `estimator_lite.experimental.LinearSDCA`, to train with SDCA.
       config: a `RunConfig`.
       warm_start_from: a checkpoint (or its directory) to start the variables
         from, or a `WarmStartSettings`.
@@ -301,10 +322,15 @@ class LinearClassifier(Estimator):
 
     Raises:
       ValueError: `n_classes` < 2, or an invalid vocabulary or reduction (from
-        the head).
+        the head); with a LinearSDCA, more than two classes, v1 feature
+        columns or a `sparse_combiner` other than "sum".
     """
+    feature_columns = tuple(feature_columns or [])
+    linear_sdca.validate_for_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
     head = default_heads.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner),
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
+                                               weight_column=weight_column,
+                                               sdca_loss_type=linear_sdca.LOGISTIC_LOSS),
                      model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
@@ -336,7 +362,8 @@ class LinearRegressor(Estimator):
       weight_column: the feature name (or a `tf.feature_column.numeric_column`)
         of per-example loss weights.
       optimizer: a name, a `tf_keras.optimizers.legacy` optimizer or a
-        callable returning one (see `LinearClassifier`).
+        callable returning one (see `LinearClassifier`), or an
+        `estimator_lite.experimental.LinearSDCA`, to train with SDCA.
       config: a `RunConfig`.
       warm_start_from: a checkpoint (or its directory) or a
         `WarmStartSettings`.
@@ -344,10 +371,17 @@ class LinearRegressor(Estimator):
       sparse_combiner: "sum", "mean" or "sqrtn".
 
     Raises:
-      ValueError: an invalid `label_dimension` or reduction (from the head).
+      ValueError: an invalid `label_dimension` or reduction (from the head);
+        with a LinearSDCA, a `label_dimension` above 1, v1 feature columns or
+        a `sparse_combiner` other than "sum".
     """
+    feature_columns = tuple(feature_columns or [])
+    linear_sdca.validate_for_regressor(feature_columns, label_dimension, optimizer,
+                                       sparse_combiner)
     head = default_heads.regression_head(label_dimension, weight_column, loss_reduction)
-    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner),
+    super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
+                                               weight_column=weight_column,
+                                               sdca_loss_type=linear_sdca.SQUARED_LOSS),
                      model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
@@ -415,6 +449,7 @@ class LinearClassifierV1(Estimator):
       optimizer: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD' (learning rate
         0.2), a `tf.compat.v1.train.Optimizer`, or a callable returning one;
         None: `FtrlOptimizer` at min(0.2, 1 / sqrt(len(feature_columns))).
+        Also an `estimator_lite.experimental.LinearSDCA`, to train with SDCA.
       config: a `RunConfig`; its parameter servers set the default
         partitioning.
       partitioner: a variable partitioner for the model's variables.
@@ -427,12 +462,17 @@ class LinearClassifierV1(Estimator):
 
     Raises:
       ValueError: `n_classes` < 2, an invalid vocabulary, or a `loss_reduction`
-        of NONE.
+        of NONE; with a LinearSDCA, more than two classes, v1 feature columns
+        or a `sparse_combiner` other than "sum".
     """
+    feature_columns = tuple(feature_columns or [])
+    linear_sdca.validate_for_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
     head = default_heads.v1_classifier_head(n_classes, weight_column, label_vocabulary,
                                             loss_reduction)
     super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
-                                               v1=True, partitioner=partitioner),
+                                               v1=True, partitioner=partitioner,
+                                               weight_column=weight_column,
+                                               sdca_loss_type=linear_sdca.LOGISTIC_LOSS),
                      model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
@@ -468,11 +508,18 @@ class LinearRegressorV1(Estimator):
       sparse_combiner: "sum", "mean" or "sqrtn".
 
     Raises:
-      ValueError: an invalid `label_dimension` or reduction.
+      ValueError: an invalid `label_dimension` or reduction; with a
+        LinearSDCA, a `label_dimension` above 1, v1 feature columns or a
+        `sparse_combiner` other than "sum".
     """
+    feature_columns = tuple(feature_columns or [])
+    linear_sdca.validate_for_regressor(feature_columns, label_dimension, optimizer,
+                                       sparse_combiner)
     head = default_heads.v1_regression_head(label_dimension, weight_column, loss_reduction)
     super().__init__(model_fn=_linear_model_fn(head, feature_columns, optimizer, sparse_combiner,
-                                               v1=True, partitioner=partitioner),
+                                               v1=True, partitioner=partitioner,
+                                               weight_column=weight_column,
+                                               sdca_loss_type=linear_sdca.SQUARED_LOSS),
                      model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 

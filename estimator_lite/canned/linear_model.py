@@ -190,6 +190,11 @@ class LinearModel:
     return self._bias
 
   @property
+  def state_manager(self) -> Any:
+    """What the columns keep their state in (pass it to a column's `get_sparse_tensors`)."""
+    return self._state_manager
+
+  @property
   def weights(self) -> Dict[str, Any]:
     """Column name -> its weight variable; empty before the call."""
     return dict(self._weights)
