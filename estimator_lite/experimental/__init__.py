@@ -2,11 +2,13 @@
 
 Also `tf.compat.v1.estimator.experimental` (estimator_lite.compat.v1.experimental
 is this module), with the canned logit builders `dnn_logit_fn_builder` and
-`linear_logit_fn_builder`, and the experimental estimators LinearSDCA (the
-linear estimators' SDCA optimizer), RNNClassifier, RNNEstimator and KMeans
-(tf.compat.v1.estimator.experimental's). SavedModelEstimator, removed in
-tf.estimator 2.15, is not provided: asking for it raises an error saying what
-to use instead.
+`linear_logit_fn_builder`, and the experimental estimators: LinearSDCA (the
+linear estimators' SDCA optimizer, in both namespaces in 2.15), RNNClassifier
+and RNNEstimator (tf.estimator.experimental's in 2.15), KMeans
+(tf.compat.v1.estimator.experimental's). One module serves both namespaces,
+so each namespace also offers the names 2.15 had only in the other.
+SavedModelEstimator, removed in tf.estimator 2.15, is not provided: asking for
+it raises an error saying what to use instead.
 """
 from __future__ import annotations
 

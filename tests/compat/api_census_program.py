@@ -13,6 +13,8 @@ SCENARIO says how estimator_lite was put in place before the names are looked up
   tf-first        `import tensorflow as tf` first, nothing else touched;
   tf-compat-first `import tensorflow as tf`, `tf.compat.v1` and `tf.compat.v2`
                   touched, then `install()`;
+  tf-v1-first     `import tensorflow.compat.v1 as tf` (a TF1 program's first
+                  line), then `install()`;
   run             nothing: the program runs under `python -m estimator_lite.run`;
   lite            no install: only estimator_lite's own spellings (what the
                   migration tool writes) are looked up.
@@ -126,6 +128,10 @@ def main(fixture_path, scenario, out_path):
     import tensorflow as tf
     tf.compat.v1.logging.get_verbosity()
     tf.compat.v2.constant(0)
+    import estimator_lite
+    estimator_lite.install()
+  elif scenario == "tf-v1-first":
+    import tensorflow.compat.v1 as tf  # noqa: F401
     import estimator_lite
     estimator_lite.install()
   elif scenario not in ("run", "lite"):

@@ -9,7 +9,8 @@ api_census_program.py resolves each path in a fresh interpreter, as
 tensorflow.a` for modules, and the estimator_lite spellings the migration
 tool writes, under each way estimator_lite is put in place (install() before
 or after TensorFlow, with tf.compat touched or not, `python -m
-estimator_lite.run`, nothing at all). A program migrated by
+estimator_lite.run`, after `import tensorflow.compat.v1 as tf`, nothing at
+all). A program migrated by
 `python -m estimator_lite.migrate` that spells every name resolves them too.
 
 Each must hold:
@@ -37,7 +38,7 @@ from estimator_lite._porting import names
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "api_census_program.py")
 API_LIST = names._PUBLIC_API_FILE  # pylint: disable=protected-access
-SCENARIOS = ("install-first", "tf-first", "tf-compat-first", "run", "lite")
+SCENARIOS = ("install-first", "tf-first", "tf-compat-first", "tf-v1-first", "run", "lite")
 TIMEOUT_S = 300
 NOT_PROVIDED_TEXT = "is not part of estimator_lite"
 

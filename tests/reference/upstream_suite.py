@@ -29,7 +29,7 @@ name-mapping shim written in WORKDIR (a fresh temporary directory by default):
     (tf.estimator's name -> estimator_lite's), else a public name from the
     estimator_lite modules listed for it; a name found in neither raises
     AttributeError, so a test that needs it fails (nothing is skipped). A
-    module estimator_lite has no counterpart of (kmeans, rnn, sdca,
+    module estimator_lite has no counterpart of (sdca_ops' internals,
     timeseries, ...) maps nothing: its tests fail;
   - beside them, tf.estimator's test-support modules (SUPPORT_FILES: the
     dnn/linear testing utils, the fake summary writer, head_utils' test
@@ -67,13 +67,10 @@ _PREFIX = "tensorflow_estimator.python.estimator."
 # (upstream_tpu.py's), and the doctest of tf.estimator's docstrings.
 _OTHER_TESTS = ("tpu/*", "tf_estimator_doctest.py")
 
-# The test files of estimators estimator_lite leaves out on purpose (KMeans,
-# the RNN estimators, LinearSDCA and its hash table, the time-series
-# estimators): their tests fail here, and the totals are printed without them too.
+# The test files of estimators estimator_lite leaves out on purpose (the
+# time-series estimators, which 2.15 did not export): their tests fail here,
+# and the totals are printed without them too.
 MISSING_ESTIMATOR_FILES = (
-    "canned/kmeans_test.py",
-    "canned/rnn_test.py",
-    "canned/linear_optimizer/*",
     "canned/timeseries/*",
 )
 
@@ -185,7 +182,8 @@ SHIM_MODULES = {
              _dnn_linear_combined_model_fn_v2=(
                  "estimator_lite.canned.dnn_linear_combined:dnn_linear_combined_model_fn_v2"))),
     "canned.linear": (
-        ("estimator_lite.canned.linear", "estimator_lite.canned.linear_model"),
+        ("estimator_lite.canned.linear", "estimator_lite.canned.linear_model",
+         "estimator_lite.canned.linear_sdca"),
         dict(_v1_v2("estimator_lite.canned.linear", *("Linear" + task for task in _TASKS)),
              _compute_fraction_of_zero="estimator_lite.canned.linear_model:fraction_of_zero",
              # tf.estimator's is a Keras Model (not exported); estimator_lite's
@@ -201,8 +199,11 @@ SHIM_MODULES = {
         {name + "_v2": "estimator_lite.canned.parse_example_spec:" + name
          for name in ("classifier_parse_example_spec", "regressor_parse_example_spec")}),
     "canned.saved_model_estimator": _NOTHING,
-    "canned.kmeans": _NOTHING,
-    "canned.rnn": _NOTHING,
+    "canned.kmeans": (("estimator_lite.canned.kmeans",), {}),
+    "canned.rnn": (("estimator_lite.canned.rnn",), {
+        # The same builders, public here.
+        "_make_rnn_layer": "estimator_lite.canned.rnn:make_rnn_layer",
+        "_make_rnn_cell_fn": "estimator_lite.canned.rnn:make_rnn_cell_fn"}),
     "canned.linear_optimizer.python.utils.sdca_ops": _NOTHING,
     "canned.linear_optimizer.python.utils.sharded_mutable_dense_hashtable": _NOTHING,
     **{"canned.timeseries." + name: _NOTHING for name in (
@@ -214,7 +215,10 @@ SHIM_MODULES = {
     "head.multi_head": (("estimator_lite.head.multi_head",), {}),
     "head.multi_label_head": (("estimator_lite.head.multi_label_head",), {}),
     "head.regression_head": (("estimator_lite.head.regression_head",), {}),
-    "head.sequential_head": _NOTHING,
+    "head.sequential_head": (
+        ("estimator_lite.head.sequential_head",),
+        {"_SequentialHead": "estimator_lite.head.sequential_head:SequentialHead",
+         "_flatten_tensor": "estimator_lite.head.sequential_head:flatten_tensor"}),
     "head.head_utils": (
         ("estimator_lite.head.head_utils",),
         {name: _HEAD_TEST_SUPPORT + ":" + name for name in (
@@ -529,6 +533,23 @@ def _imports_missing_tensorflow_module(tree):
   return False
 
 
+def _imports_unmapped_private_name(tree):
+  """Whether the module imports a private tf.estimator name the shim does not map.
+
+  `from tensorflow_estimator...sdca_ops import _SDCAModel` at the top of a
+  test file fails the file's import, so no test of it can run, whatever the
+  test itself uses.
+  """
+  for node in tree.body:
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(_PREFIX):
+      _, aliases = SHIM_MODULES.get(node.module[len(_PREFIX):], _NOTHING)
+      for alias in node.names:
+        if (alias.name.startswith("_") and not alias.name.startswith("__")
+            and not aliases.get(alias.name)):
+          return True
+  return False
+
+
 def _importable(name):
   """Whether `name` is a module, or a name of a module, that imports here."""
   try:
@@ -557,13 +578,17 @@ def scope(source, support=None, public=None):
   With `public` (see `reasons`), an internal tf.estimator name estimator_lite
   has no counterpart of, and a `_` attribute of an object a tf.estimator class
   made, are "private" too; a file importing a TensorFlow module this
-  TensorFlow lacks is out of scope whole ("tensorflow").
+  TensorFlow lacks is out of scope whole ("tensorflow"), and so is one that
+  imports a private tf.estimator name the shim does not map ("private").
   The shim must be importable.
   """
   tree = ast.parse(source)
   context = module_context(tree, support, public=public)
-  file_reasons = ({"tensorflow"} if public is not None
-                  and _imports_missing_tensorflow_module(tree) else set())
+  file_reasons = set()
+  if public is not None and _imports_missing_tensorflow_module(tree):
+    file_reasons.add("tensorflow")
+  if public is not None and _imports_unmapped_private_name(tree):
+    file_reasons.add("private")
   tests = {}
   for node in tree.body:
     if not isinstance(node, ast.ClassDef):
