@@ -25,6 +25,13 @@ import shutil
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from fixture_io import checkpoint_variables
+from fixture_io import to_json
+from fixture_io import trim_model_dir
+# pylint: enable=g-import-not-at-top,wrong-import-position,unused-import
+
 TRAIN_STEPS = 5
 # 8 rows: a number, a vocabulary column ("z" is out of vocabulary: the OOV
 # bucket), a hashed column, an integer id and a weight.
@@ -131,31 +138,6 @@ def serialized_examples(tf):
   return examples
 
 
-def to_json(value):
-  """numpy arrays, numpy scalars and bytes as JSON values."""
-  if isinstance(value, dict):
-    return {str(k): to_json(v) for k, v in value.items()}
-  if isinstance(value, (list, tuple)):
-    return [to_json(v) for v in value]
-  if hasattr(value, "tolist"):
-    return to_json(value.tolist())
-  if isinstance(value, bytes):
-    return value.decode()
-  return value
-
-
-def _trim(tf, model_dir):
-  latest = os.path.basename(tf.train.latest_checkpoint(model_dir))
-  keep = {"checkpoint", latest + ".index", latest + ".data-00000-of-00001"}
-  for entry in os.listdir(model_dir):
-    if entry not in keep:
-      path = os.path.join(model_dir, entry)
-      if os.path.isdir(path):
-        shutil.rmtree(path)
-      else:
-        os.remove(path)
-
-
 def _record(tf, name, model_dir):
   estimator = make_estimator(name, tf.estimator, tf.compat.v1.estimator, tf.feature_column,
                              model_dir)
@@ -189,7 +171,7 @@ def main():
     estimator = make_estimator(name, tf.estimator, tf.compat.v1.estimator, tf.feature_column,
                                model_dir)
     estimator.train(input_fn(tf, name, repeat=True), steps=TRAIN_STEPS)
-    _trim(tf, model_dir)
+    trim_model_dir(tf, model_dir)
     with tempfile.TemporaryDirectory() as tmp:
       copy = os.path.join(tmp, name)
       shutil.copytree(model_dir, copy)

@@ -26,6 +26,13 @@ import shutil
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from fixture_io import checkpoint_variables
+from fixture_io import to_json
+from fixture_io import trim_model_dir
+# pylint: enable=g-import-not-at-top,wrong-import-position,unused-import
+
 TRAIN_STEPS = 3
 RESUME_STEPS = 2
 
@@ -140,27 +147,6 @@ def serving_inputs(tf, name):
   return {"x": points[:, :1], "y": points[:, 1:]}
 
 
-def to_json(value):
-  """numpy arrays, numpy scalars and bytes as JSON values."""
-  if isinstance(value, dict):
-    return {str(k): to_json(v) for k, v in value.items()}
-  if isinstance(value, (list, tuple)):
-    return [to_json(v) for v in value]
-  if hasattr(value, "tolist"):
-    return to_json(value.tolist())
-  if isinstance(value, bytes):
-    return value.decode()
-  return value
-
-
-def checkpoint_variables(tf, model_dir):
-  """{name: [shape, dtype name]} of the latest checkpoint in model_dir."""
-  reader = tf.train.load_checkpoint(model_dir)
-  shapes = reader.get_variable_to_shape_map()
-  dtypes = reader.get_variable_to_dtype_map()
-  return {name: [list(shapes[name]), dtypes[name].name] for name in shapes}
-
-
 def outputs(tf, name, estimator):
   """What a trained estimator gives for the case: centers, score, predictions, metrics."""
   return {
@@ -178,18 +164,6 @@ def served(tf, export_dir, name):
   loaded = tf.saved_model.load(export_dir)
   return {key: to_json({k: v.numpy() for k, v in fn(**serving_inputs(tf, name)).items()})
           for key, fn in loaded.signatures.items()}
-
-
-def _trim(tf, model_dir):
-  latest = os.path.basename(tf.train.latest_checkpoint(model_dir))
-  keep = {"checkpoint", latest + ".index", latest + ".data-00000-of-00001"}
-  for entry in os.listdir(model_dir):
-    if entry not in keep:
-      path = os.path.join(model_dir, entry)
-      if os.path.isdir(path):
-        shutil.rmtree(path)
-      else:
-        os.remove(path)
 
 
 def _record(tf, np, kmeans_class, name, model_dir):
@@ -224,7 +198,7 @@ def main():
     model_dir = os.path.join(out_dir, name)
     estimator = make_estimator(name, kmeans_class, tf.feature_column, np, model_dir)
     estimator.train(train_input_fn(tf, name), steps=TRAIN_STEPS)
-    _trim(tf, model_dir)
+    trim_model_dir(tf, model_dir)
     variables = checkpoint_variables(tf, model_dir)
     with tempfile.TemporaryDirectory() as tmp:
       copy = os.path.join(tmp, name)

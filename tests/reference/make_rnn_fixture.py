@@ -25,6 +25,13 @@ import shutil
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from fixture_io import checkpoint_variables
+from fixture_io import to_json
+from fixture_io import trim_model_dir
+# pylint: enable=g-import-not-at-top,wrong-import-position,unused-import
+
 TRAIN_STEPS = 4
 # 6 sequences of 1 to 3 steps: a number per step ("x"), a token id per step
 # ("t", 0..4), a number per sequence ("c", the context), an example weight
@@ -140,31 +147,6 @@ def serialized_examples(tf):
   return examples
 
 
-def to_json(value):
-  """numpy arrays, numpy scalars and bytes as JSON values."""
-  if isinstance(value, dict):
-    return {str(k): to_json(v) for k, v in value.items()}
-  if isinstance(value, (list, tuple)):
-    return [to_json(v) for v in value]
-  if hasattr(value, "tolist"):
-    return to_json(value.tolist())
-  if isinstance(value, bytes):
-    return value.decode()
-  return value
-
-
-def _trim(tf, model_dir):
-  latest = os.path.basename(tf.train.latest_checkpoint(model_dir))
-  keep = {"checkpoint", latest + ".index", latest + ".data-00000-of-00001"}
-  for entry in os.listdir(model_dir):
-    if entry not in keep:
-      path = os.path.join(model_dir, entry)
-      if os.path.isdir(path):
-        shutil.rmtree(path)
-      else:
-        os.remove(path)
-
-
 def tf_estimator_modules():
   """tf.estimator 2.15's rnn module and the heads (the RNN estimators are not in tf.estimator.*)."""
   # pylint: disable=g-import-not-at-top
@@ -207,7 +189,7 @@ def main():
     model_dir = os.path.join(out_dir, name)
     estimator = make_estimator(name, rnn, heads_by_name, tf.feature_column, model_dir)
     estimator.train(input_fn(tf, name, repeat=True), steps=TRAIN_STEPS)
-    _trim(tf, model_dir)
+    trim_model_dir(tf, model_dir)
     with tempfile.TemporaryDirectory() as tmp:
       copy = os.path.join(tmp, name)
       shutil.copytree(model_dir, copy)

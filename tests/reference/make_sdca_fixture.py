@@ -35,6 +35,12 @@ import shutil
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from fixture_io import checkpoint_variables
+from fixture_io import to_json
+# pylint: enable=g-import-not-at-top,wrong-import-position,unused-import
+
 # SDCA's kernel visits a batch's examples in a random order (a fresh seed
 # each step, in 2.15 too): after a few steps two runs differ by up to 10%,
 # after TRAIN_STEPS they have converged to the same optimum (to 1e-6 here).
@@ -121,42 +127,22 @@ def build_estimator(tf, est, est_v1, case, model_dir):
   raise ValueError(f"unknown case {case!r}")
 
 
-def _jsonable(value):
-  """Numpy values (and nested containers of them) as JSON values."""
-  if hasattr(value, "tolist"):
-    return _jsonable(value.tolist())
-  if isinstance(value, bytes):
-    return value.decode()
-  if isinstance(value, dict):
-    return {str(key): _jsonable(item) for key, item in value.items()}
-  if isinstance(value, (list, tuple)):
-    return [_jsonable(item) for item in value]
-  return value
-
-
-def checkpoint_variables(tf, model_dir):
-  """The latest checkpoint's variables: name -> [shape, dtype name]."""
-  checkpoint = tf.train.latest_checkpoint(model_dir)
-  return {name: [list(shape), str(tf.train.load_variable(checkpoint, name).dtype)]
-          for name, shape in tf.train.list_variables(checkpoint)}
-
-
 def describe_model_dir(tf, estimator, model_dir, case):
   """What expected.json records of a trained model_dir: variables, metrics, predictions."""
   checkpoint = tf.train.latest_checkpoint(model_dir)
   variables = checkpoint_variables(tf, model_dir)
-  weights = {name: _jsonable(tf.train.load_variable(checkpoint, name))
+  weights = {name: to_json(tf.train.load_variable(checkpoint, name))
              for name in variables
              if name.startswith("linear/linear_model/") and "unshrunk" not in name}
   metrics = {key: float(value) for key, value in
              estimator.evaluate(input_fn=input_fn(tf, case), steps=1).items()}
   predictions = [
-      {key: _jsonable(value) for key, value in row.items()}
+      {key: to_json(value) for key, value in row.items()}
       for row in estimator.predict(input_fn=predict_input_fn(tf))]
   return dict(variables=variables, weights=weights, metrics=metrics, predictions=predictions)
 
 
-def trim_model_dir(tf, model_dir, out_dir):
+def pack_model_dir(tf, model_dir, out_dir):
   """Copies the last checkpoint (index, gzipped data, `checkpoint` file) of `model_dir` to `out_dir`."""
   checkpoint = tf.train.latest_checkpoint(model_dir)
   prefix = os.path.basename(checkpoint)
@@ -200,7 +186,7 @@ def main(argv):
     expected["cases"][case] = describe_model_dir(tf, estimator, model_dir, case)
     shutil.rmtree(os.path.join(out, case), ignore_errors=True)
     if case in MODEL_DIR_CASES:
-      trim_model_dir(tf, model_dir, os.path.join(out, case))
+      pack_model_dir(tf, model_dir, os.path.join(out, case))
   shutil.rmtree(work)
   with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1, sort_keys=True)
