@@ -80,7 +80,9 @@ def v1_classifier_head(n_classes: int, weight_column: Any,
                          v1_head.inner_head_loss_reduction(loss_reduction))
   return v1_head.V1Head(head, weight_column, loss_reduction, loss_dimension=1,
                         binary_label_vocabulary=label_vocabulary if n_classes == 2 else None,
-                        binary=n_classes == 2)
+                        binary=n_classes == 2,
+                        multi_class_label_vocabulary=label_vocabulary if n_classes > 2 else None,
+                        multi_class=n_classes > 2)
 
 
 def v1_regression_head(label_dimension: int, weight_column: Any,

@@ -263,8 +263,13 @@ class LinearModel:
                 f"have the keys {sorted(map(str, features))}. Add it to what the "
                 "input_fn returns (or to the serving receiver's features).") from error
       _check_static_batch_sizes(weighted_sums, self._feature_columns)
-      no_bias = tf.math.add_n(weighted_sums, name="weighted_sum_no_bias")
-      return tf.nn.bias_add(no_bias, self._bias, name="weighted_sum")
+      # tf.estimator's linear model (a Keras layer in a layer) summed inside
+      # two more scopes of its name; programs name its logits:
+      # `linear/linear_model/linear_model/linear_model/weighted_sum` (v1),
+      # `linear/linear_model/linear/linear_model/linear/linear_model/weighted_sum` (v2).
+      with tf.compat.v1.name_scope(self._name), tf.compat.v1.name_scope(self._name):
+        no_bias = tf.math.add_n(weighted_sums, name="weighted_sum_no_bias")
+        return tf.nn.bias_add(no_bias, self._bias, name="weighted_sum")
 
   def _dense_sum(self, column: Any, cache: Any) -> tf.Tensor:
     tensor = column.get_dense_tensor(cache, self._state_manager)

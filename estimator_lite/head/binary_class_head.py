@@ -138,12 +138,13 @@ class BinaryClassHead(single_head.SingleHead):
         self._recall_key: metrics.Recall(name=MetricKeys.RECALL),
         self._prediction_mean_key: metrics.Mean(name=MetricKeys.PREDICTION_MEAN),
         self._label_mean_key: metrics.Mean(name=MetricKeys.LABEL_MEAN),
-        # Keras's default AUC summation is "interpolation", as in 2.15.
-        self._auc_key: metrics.AUC(name=MetricKeys.AUC),
-        self._auc_pr_key: metrics.AUC(curve="PR", name=MetricKeys.AUC_PR),
     })
+    # In tf.estimator's order (the spec builds the results in it, which names them).
     eval_metrics[self._accuracy_baseline_key] = AccuracyBaseline(
         eval_metrics[self._label_mean_key], name=MetricKeys.ACCURACY_BASELINE)
+    # Keras's default AUC summation is "interpolation", as in 2.15.
+    eval_metrics[self._auc_key] = metrics.AUC(name=MetricKeys.AUC)
+    eval_metrics[self._auc_pr_key] = metrics.AUC(curve="PR", name=MetricKeys.AUC_PR)
     self._add_regularization_metric(eval_metrics, regularization_losses)
     self._threshold_metrics.add_metrics(eval_metrics)
 
@@ -166,7 +167,7 @@ class BinaryClassHead(single_head.SingleHead):
         eval_metrics[self._prediction_mean_key], logistic, weights)
     weights_lib.update_metric_with_broadcast_weights(
         eval_metrics[self._label_mean_key], processed_labels, weights)
-    eval_metrics[self._accuracy_baseline_key].update_state()
+    eval_metrics[self._accuracy_baseline_key].record_update()
     self._update_auc(eval_metrics[self._auc_key], processed_labels, logistic, weights)
     self._update_auc(eval_metrics[self._auc_pr_key], processed_labels, logistic, weights)
     self._threshold_metrics.update(eval_metrics, processed_labels, logistic, weights)
@@ -175,11 +176,11 @@ class BinaryClassHead(single_head.SingleHead):
 class AccuracyBaseline(tf_keras.metrics.Metric):
   """The accuracy of always predicting the more frequent class: max(m, 1 - m).
 
-  m is the (weighted) label mean, read from the head's `label/mean` metric
-  when the result is asked for, so this metric keeps no state of its own.
-  Reading it through that metric's result() (rather than from its variables)
-  keeps the value right under a distribution strategy: the result is then
-  computed over every replica's examples.
+  m is the (weighted) label mean, read from the head's `label/mean` metric's
+  total and count when the result is asked for, so this metric keeps no state
+  of its own. Keras computes a result in the cross-replica context, where
+  those variables read as their sum over the replicas: under a distribution
+  strategy the value is over every replica's examples.
   """
 
   def __init__(self, label_mean: Any, name: str = MetricKeys.ACCURACY_BASELINE) -> None:
@@ -192,16 +193,25 @@ class AccuracyBaseline(tf_keras.metrics.Metric):
     super().__init__(name=name)
     self._label_mean = label_mean
 
-  def update_state(self, *args: Any, **kwargs: Any) -> Any:
-    """Does nothing: `label/mean`'s update carries the state."""
+  def update_state(self, *args: Any, **kwargs: Any) -> None:
+    """Does nothing: `label/mean`'s update carries the state (see `record_update`)."""
     del args, kwargs
-    # A tensor (Keras's wrapper refuses an Operation), which Keras records as
-    # this metric's update: Estimator asks every metric in eval_metric_ops for one.
-    return tf.zeros([])
+
+  def record_update(self) -> None:
+    """Records this batch's update: a no-op in the caller's graph, as tf.estimator's was.
+
+    Estimator asks every metric in eval_metric_ops for an update op; 2.15's
+    was this `NoOp`, built in the graph itself (Keras traces update_state()
+    into a function), where programs fetch it by name.
+    """
+    self.add_update(tf.no_op())
 
   def result(self) -> Any:
-    mean = self._label_mean.result()
-    return tf.math.maximum(mean, 1.0 - mean)
+    """max(m, 1 - m) of the label mean m: max(total, count - total) / count (0 before any example)."""
+    # From the label mean's variables, not its result(): one op named per
+    # result, as tf.estimator's Mean over those variables made.
+    total, count = self._label_mean.total, self._label_mean.count
+    return tf.math.divide_no_nan(tf.math.maximum(total, count - total), count)
 
   def reset_state(self) -> None:
     """Nothing to reset."""

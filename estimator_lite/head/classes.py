@@ -38,11 +38,14 @@ def class_string_table(label_vocabulary: Sequence[str]) -> Any:
   Returns:
     A `tf.compat.v1.lookup.StaticHashTable` (int64 -> string).
   """
-  values = tf.constant(list(label_vocabulary), dtype=tf.string)
-  initializer = tf.lookup.KeyValueTensorInitializer(
-      keys=tf.range(len(label_vocabulary), dtype=tf.int64), values=values)
-  return tf.compat.v1.lookup.StaticHashTable(initializer, default_value="UNK",
-                                             name="class_string_lookup")
+  # As tf.estimator's `index_to_string_table_from_tensor(name=
+  # "class_string_lookup")`: an unnamed table ("hash_table") in that scope, so
+  # the `classes` prediction is `.../hash_table_Lookup/LookupTableFindV2`.
+  with tf.compat.v1.name_scope("class_string_lookup"):
+    values = tf.constant(list(label_vocabulary), dtype=tf.string)
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        keys=tf.range(len(label_vocabulary), dtype=tf.int64), values=values)
+    return tf.compat.v1.lookup.StaticHashTable(initializer, default_value="UNK")
 
 
 def all_class_ids(logits: Any, n_classes: int) -> Any:

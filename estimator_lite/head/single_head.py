@@ -123,6 +123,33 @@ class SingleHead(base_head.Head):
         allow_per_logit_weights=self._allow_per_logit_weights)
     return logits, labels, unweighted_loss, weights
 
+  def unreduced_loss_and_weights(self, labels: Any, logits: Any,
+                                 features: base_head.Features = None) -> Tuple[Any, Any, Any]:
+    """The per-example loss, the example weights and the processed labels, not yet reduced.
+
+    Built in the caller's name scope (`loss` opens `losses`): the compat.v1
+    canned heads reduce them as tf.estimator's v1 heads did, with the ops
+    directly under the head's scope where programs name them
+    (`head/logistic_loss`, `head/labels`).
+
+    Args:
+      labels: the labels, in one of the forms the head's class describes.
+      logits: `[D0, ... DN, logits_dimension]` logits.
+      features: the features dict (for the weights, and a `loss_fn` that
+        takes them).
+
+    Returns:
+      `(unweighted_loss, weights, processed_labels)`: the loss per example
+      (`[D0, ... DN, expected_loss_dim]`), the weights (1 without a weight
+      column) and the labels as the loss took them (class ids, 0/1 floats or
+      float targets).
+
+    Raises:
+      ValueError: labels or logits of the wrong dtype or static shape.
+    """
+    _, processed_labels, unweighted_loss, weights = self._loss_inputs(logits, labels, features)
+    return unweighted_loss, weights, processed_labels
+
   def loss(self, labels: Any, logits: Any, features: base_head.Features = None,
            mode: Optional[str] = None,
            regularization_losses: base_head.RegularizationLosses = None) -> Any:

@@ -23,8 +23,10 @@ def single_head_estimator_spec(
     export_outputs_fn: Callable[[Dict[str, Any]], Dict[str, ExportOutput]]) -> EstimatorSpec:
   """Builds `head`'s EstimatorSpec for `mode`, as tf.estimator 2.15's heads did.
 
-  All ops are built under the name scope of the head's name ("head" when it
-  has none); the train op under the root scope `training`.
+  The ops are built under the name scope of the head's name ("head" when it
+  has none), the train op under the root scope `training` and the metrics'
+  updates in the caller's scope, where tf.estimator 2.15 built them (programs
+  name them).
 
   * PREDICT: every prediction, and `export_outputs_fn(predictions)`.
   * EVAL: the regularized loss and the head's Keras metrics, updated with this
@@ -61,16 +63,21 @@ def single_head_estimator_spec(
         regularization_losses=regularization_losses)
     if mode == ModeKeys.EVAL:
       eval_metrics = head.metrics(regularization_losses=regularization_losses)
-      updated = head.update_metrics(
-          eval_metrics=eval_metrics, features=features, logits=logits, labels=labels,
-          regularization_losses=regularization_losses)
-      return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions,
-                           loss=regularized_training_loss, eval_metric_ops=updated)
-    train_op = train_op_lib.create_estimator_spec_train_op(
-        head_name=head.name, optimizer=optimizer, train_op_fn=train_op_fn,
-        update_ops=update_ops, trainable_variables=trainable_variables,
-        regularized_training_loss=regularized_training_loss,
-        loss_reduction=head.loss_reduction)
+    else:
+      train_op = train_op_lib.create_estimator_spec_train_op(
+          head_name=head.name, optimizer=optimizer, train_op_fn=train_op_fn,
+          update_ops=update_ops, trainable_variables=trainable_variables,
+          regularized_training_loss=regularized_training_loss,
+          loss_reduction=head.loss_reduction)
+  if mode == ModeKeys.EVAL:
+    # tf.estimator updated the metrics and built the spec outside the head's
+    # scope: the update ops and values a program names (`ReadVariableOp_1`,
+    # `Identity_3`) are at the caller's.
+    updated = head.update_metrics(
+        eval_metrics=eval_metrics, features=features, logits=logits, labels=labels,
+        regularization_losses=regularization_losses)
+    return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions,
+                         loss=regularized_training_loss, eval_metric_ops=updated)
   train_op_lib.create_estimator_spec_summary(
       regularized_training_loss=regularized_training_loss,
       regularization_losses=regularization_losses,
