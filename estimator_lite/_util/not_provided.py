@@ -14,7 +14,8 @@ ImportError with the same text instead.
 import dis
 import os
 import sys
-from typing import Dict, Tuple, Union
+import types
+from typing import Dict, Optional, Tuple, Union
 
 # tf.estimator name -> (the tf.estimator namespace that had it, what it was,
 # what to use instead).
@@ -32,7 +33,7 @@ def _asked_by_from_import() -> bool:
   install()'s namespaces, sit between it and here) is the program's; its
   current instruction says how it asked.
   """
-  frame = sys._getframe(1)  # pylint: disable=protected-access
+  frame: Optional[types.FrameType] = sys._getframe(1)  # pylint: disable=protected-access
   while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
       _PACKAGE_DIR + os.sep):
     frame = frame.f_back

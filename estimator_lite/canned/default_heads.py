@@ -13,12 +13,13 @@ from typing import Any, Optional, Sequence
 from estimator_lite.canned import v1_head
 from estimator_lite.head import base_head
 from estimator_lite.head import head_utils
+from estimator_lite.head import single_head
 from estimator_lite.head.regression_head import RegressionHead
 
 
 def classifier_head(n_classes: int, weight_column: Any,
                     label_vocabulary: Optional[Sequence[str]],
-                    loss_reduction: str) -> base_head.Head:
+                    loss_reduction: str) -> single_head.SingleHead:
   """The head of a canned classifier.
 
   Args:
@@ -40,7 +41,7 @@ def classifier_head(n_classes: int, weight_column: Any,
 
 
 def regression_head(label_dimension: int, weight_column: Any,
-                    loss_reduction: str) -> base_head.Head:
+                    loss_reduction: str) -> single_head.SingleHead:
   """The head of a canned regressor.
 
   Args:

@@ -504,7 +504,7 @@ class RNNClassifier(RNNEstimator):
       ValueError: n_classes < 2, a bad label_vocabulary or loss_reduction (the
         head's checks); `rnn_cell_fn` given with `units` or `cell_type`.
     """
-    head = head_utils.binary_or_multi_class_head(
+    head: base_head.Head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
         loss_reduction=loss_reduction)
     if return_sequences:

@@ -39,6 +39,7 @@ from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.head import base_head
 from estimator_lite.head import classes as classes_lib
 from estimator_lite.head import labels as labels_lib
+from estimator_lite.head import single_head
 from estimator_lite.head import spec_builder
 from estimator_lite.head import train_op as train_op_lib
 from estimator_lite.mode_keys import ModeKeys
@@ -121,7 +122,7 @@ class V1Head(base_head.Head):
     ValueError: see `v1_loss_reduction`.
   """
 
-  def __init__(self, head: base_head.Head, weight_column: Any, loss_reduction: str,
+  def __init__(self, head: single_head.SingleHead, weight_column: Any, loss_reduction: str,
                loss_dimension: int = 1, binary_label_vocabulary: Optional[Sequence[str]] = None,
                binary: bool = False,
                multi_class_label_vocabulary: Optional[Sequence[str]] = None,

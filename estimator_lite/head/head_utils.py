@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from estimator_lite.head import base_head
+from estimator_lite.head import single_head
 from estimator_lite.head.binary_class_head import BinaryClassHead
 from estimator_lite.head.multi_class_head import MultiClassHead
 
 
 def binary_or_multi_class_head(n_classes: int, weight_column: Any,
                                label_vocabulary: Optional[Sequence[str]],
-                               loss_reduction: str) -> base_head.Head:
+                               loss_reduction: str) -> single_head.SingleHead:
   """Returns a `BinaryClassHead` for 2 classes, else a `MultiClassHead`.
 
   Args:
