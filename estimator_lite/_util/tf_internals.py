@@ -19,7 +19,11 @@ from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.checkpoint import checkpoint as _trackable_checkpoint
 from tensorflow.python.checkpoint import graph_view as _graph_view
 from tensorflow.python.client import session as _session_lib
+from tensorflow.python.feature_column import feature_column_lib as _feature_column_lib
 from tensorflow.python.framework import meta_graph as _meta_graph
+# TensorFlow's k-means graph (no public API; unchanged from 2.15 to 2.21):
+# the KMeans estimator builds on it, as tf.estimator's did.
+from tensorflow.python.ops import clustering_ops  # pylint: disable=unused-import
 from tensorflow.python.ops import summary_ops_v2 as _summary_ops_v2
 from tensorflow.python.training import sync_replicas_optimizer as _sync_replicas
 from tensorflow.python.training import training_util as _training_util
@@ -445,3 +449,37 @@ def keras2_set_session(session: tf.compat.v1.Session) -> None:
   """Makes `session` tf-keras's graph-mode backend session (tf.compat.v1.keras.backend.set_session)."""
   from tf_keras.api._v1 import keras as tf_keras_v1  # pylint: disable=g-import-not-at-top
   tf_keras_v1.backend.set_session(session)
+
+
+def concatenate_context_input(context_input: Any, sequence_input: Any) -> Any:
+  """Appends the context features to every step of the sequence input (the RNN estimators)."""
+  return _feature_column_lib.concatenate_context_input(context_input, sequence_input)
+
+
+def serialize_feature_columns(feature_columns: Any) -> list:
+  """Feature columns as the Keras configs TensorFlow serializes them to."""
+  return _feature_column_lib.serialize_feature_columns(feature_columns)
+
+
+def deserialize_feature_columns(configs: Iterable[Any], custom_objects: Any = None) -> list:
+  """Feature columns back from `serialize_feature_columns`'s configs."""
+  return _feature_column_lib.deserialize_feature_columns(configs, custom_objects=custom_objects)
+
+
+def keras_enable_caching_device(cell: Any) -> None:
+  """Makes a Keras 2 RNN cell read its variables once a step, not once a time step.
+
+  Keras's own switch (no public setter); a cell without it is left alone.
+  """
+  if hasattr(cell, "_enable_caching_device"):
+    cell._enable_caching_device = True  # pylint: disable=protected-access
+
+
+def keras_mask(tensor: Any) -> Any:
+  """The Keras mask a tensor carries (Keras's convention: its `_keras_mask`), or None."""
+  return getattr(tensor, "_keras_mask", None)
+
+
+def set_keras_mask(tensor: Any, mask: Any) -> None:
+  """Attaches `mask` as the tensor's Keras mask: Keras losses and metrics skip its False steps."""
+  tensor._keras_mask = mask  # pylint: disable=protected-access

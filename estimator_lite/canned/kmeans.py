@@ -38,9 +38,8 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework import ops as tf_ops
-from tensorflow.python.ops import clustering_ops
 
+from estimator_lite._util import tf_internals
 from estimator_lite.estimator import Estimator
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.export import export_output
@@ -143,7 +142,7 @@ def _parse_features_if_necessary(features: Any, feature_columns: Optional[Iterab
   keys = sorted(features.keys())
   # Next to the first feature, as 2.15 placed it: the points are read where
   # the input lives.
-  with tf_ops.colocate_with(features[keys[0]]):
+  with tf.compat.v1.colocate_with(features[keys[0]]):
     return tf.concat([features[key] for key in keys], axis=1)
 
 
@@ -189,7 +188,7 @@ class _KMeansModelFn:
     # one-element lists: distances (N, k), the nearest center's index (N,)
     # and the distance to it (N,) each come as [tensor].
     (all_distances, cluster_indices, nearest_distances, is_initialized, init_op,
-     training_op) = clustering_ops.KMeans(
+     training_op) = tf_internals.clustering_ops.KMeans(
          inputs=points,
          num_clusters=self._num_clusters,
          initial_clusters=self._initial_clusters,
@@ -264,12 +263,12 @@ class KMeansClustering(Estimator):
   """
 
   # The distance_metric values.
-  SQUARED_EUCLIDEAN_DISTANCE = clustering_ops.SQUARED_EUCLIDEAN_DISTANCE
-  COSINE_DISTANCE = clustering_ops.COSINE_DISTANCE
+  SQUARED_EUCLIDEAN_DISTANCE = tf_internals.clustering_ops.SQUARED_EUCLIDEAN_DISTANCE
+  COSINE_DISTANCE = tf_internals.clustering_ops.COSINE_DISTANCE
 
   # The initial_clusters algorithms given by name.
-  RANDOM_INIT = clustering_ops.RANDOM_INIT
-  KMEANS_PLUS_PLUS_INIT = clustering_ops.KMEANS_PLUS_PLUS_INIT
+  RANDOM_INIT = tf_internals.clustering_ops.RANDOM_INIT
+  KMEANS_PLUS_PLUS_INIT = tf_internals.clustering_ops.KMEANS_PLUS_PLUS_INIT
 
   # evaluate()'s metric: the sum of each point's distance to its nearest center.
   SCORE = "score"
@@ -280,7 +279,7 @@ class KMeansClustering(Estimator):
   ALL_DISTANCES = "all_distances"
 
   # The checkpoint variable cluster_centers() reads.
-  CLUSTER_CENTERS_VAR_NAME = clustering_ops.CLUSTERS_VAR_NAME
+  CLUSTER_CENTERS_VAR_NAME = tf_internals.clustering_ops.CLUSTERS_VAR_NAME
 
   def __init__(self,
                num_clusters: NumClusters,

@@ -33,11 +33,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 
 import tensorflow as tf
 import tf_keras
-# tf_keras's v1 API (what tf.compat.v1.keras is with tf-keras): its
-# DenseFeatures takes v1 and v2 feature columns.
-import tf_keras.api._v1.keras as tf_keras_v1
-from tensorflow.python.feature_column import feature_column_lib
 
+from estimator_lite._util import tf_internals
 from estimator_lite.canned import estimator_rules
 from estimator_lite.canned import optimizers
 from estimator_lite.canned.estimator_rules import SUM_OVER_BATCH_SIZE
@@ -109,10 +106,7 @@ def _single_rnn_cell(units: int, cell_type: Any) -> Any:
         "`cell_type` should be a class producing a RNN cell, or a string specifying "
         f"the cell type. Supported strings are: {[SIMPLE_RNN_KEY, LSTM_KEY, GRU_KEY]}.")
   cell = cell_class(units=units)
-  if hasattr(cell, "_enable_caching_device"):
-    # Keras's own switch (no public setter): reads the cell's variables once
-    # per session step instead of once per time step of the while loop.
-    cell._enable_caching_device = True  # pylint: disable=protected-access
+  tf_internals.keras_enable_caching_device(cell)
   if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
     raise ValueError("RNN cell should have a `call` and `state_size` method.")
   return cell
@@ -224,7 +218,7 @@ class RNNModel(tf_keras.models.Model):
     self._dense_features_layer: Any = None
     if context_feature_columns:
       # The v1 DenseFeatures, as tf.estimator used: it takes v1 and v2 columns.
-      self._dense_features_layer = tf_keras_v1.layers.DenseFeatures(context_feature_columns)
+      self._dense_features_layer = tf_internals.keras2_v1_dense_features()(context_feature_columns)
     self._rnn_layer = rnn_layer
     self._logits_layer = tf_keras.layers.Dense(units=units, activation=activation,
                                                name="logits")
@@ -251,7 +245,7 @@ class RNNModel(tf_keras.models.Model):
       tf.compat.v1.summary.histogram("sequence_length", sequence_length)
       if self._context_feature_columns:
         context_input = self._dense_features_layer(inputs, training=training)
-        sequence_input = feature_column_lib.concatenate_context_input(
+        sequence_input = tf_internals.concatenate_context_input(
             context_input, sequence_input=sequence_input)
 
     sequence_length_mask = tf.sequence_mask(sequence_length)
@@ -260,7 +254,7 @@ class RNNModel(tf_keras.models.Model):
     if self._return_sequences:
       # Keras's convention for a tensor's mask: losses, metrics and the
       # estimator's sequential head read it to exclude the padding steps.
-      logits._keras_mask = sequence_length_mask  # pylint: disable=protected-access
+      tf_internals.set_keras_mask(logits, sequence_length_mask)
     return logits
 
   def get_config(self) -> Dict[str, Any]:
@@ -273,9 +267,9 @@ class RNNModel(tf_keras.models.Model):
         "units": self._logits_layer.units,
         "return_sequences": self._return_sequences,
         "activation": tf_keras.activations.serialize(self._logits_layer.activation),
-        "sequence_feature_columns": feature_column_lib.serialize_feature_columns(
+        "sequence_feature_columns": tf_internals.serialize_feature_columns(
             self._sequence_feature_columns),
-        "context_feature_columns": (feature_column_lib.serialize_feature_columns(context)
+        "context_feature_columns": (tf_internals.serialize_feature_columns(context)
                                     if context else None),
     }
 
@@ -293,11 +287,11 @@ class RNNModel(tf_keras.models.Model):
     """
     rnn_layer = tf_keras.layers.deserialize(config.pop("rnn_layer"),
                                             custom_objects=custom_objects)
-    sequence_feature_columns = feature_column_lib.deserialize_feature_columns(
+    sequence_feature_columns = tf_internals.deserialize_feature_columns(
         config.pop("sequence_feature_columns"), custom_objects=custom_objects)
     context_feature_columns = config.pop("context_feature_columns", None)
     if context_feature_columns:
-      context_feature_columns = feature_column_lib.deserialize_feature_columns(
+      context_feature_columns = tf_internals.deserialize_feature_columns(
           context_feature_columns, custom_objects=custom_objects)
     activation = tf_keras.activations.deserialize(config.pop("activation", None),
                                                   custom_objects=custom_objects)
@@ -351,7 +345,7 @@ def rnn_estimator_spec(features: Dict[str, Any], labels: Any, mode: str, head: b
   # (The estimators check that a head given with return_sequences is sequential.)
   if (return_sequences and isinstance(head, sequential_head.SequentialHead)
       and head.input_sequence_mask_key not in features):
-    features[head.input_sequence_mask_key] = logits._keras_mask  # pylint: disable=protected-access
+    features[head.input_sequence_mask_key] = tf_internals.keras_mask(logits)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, optimizer=optimizer, logits=logits,
       update_ops=rnn_model.updates, trainable_variables=rnn_model.trainable_variables)
