@@ -340,7 +340,8 @@ def sdca_model_fn(features: Dict[str, Any], labels: Any, mode: str, head: Any,
     feature_columns: v2 feature columns.
     optimizer: the `LinearSDCA`.
     weight_column: the head's weight column (name or numeric column), or
-      None.
+      None: the head's own `weight_column`, if it has one (a head the user
+      built for a `LinearEstimator`).
     loss_type: the SDCA loss; None: the one `head` implies
       (`loss_type_of_head`).
     model_name: the linear model's scope: "linear/linear_model" for the top
@@ -356,6 +357,8 @@ def sdca_model_fn(features: Dict[str, Any], labels: Any, mode: str, head: Any,
   """
   estimator_rules.check_features(features)
   loss_type = loss_type or loss_type_of_head(head)
+  if weight_column is None:
+    weight_column = getattr(head, "weight_column", None)
   linear_model = LinearModel(feature_columns=feature_columns, units=1, sparse_combiner="sum",
                              name=model_name)
   logits = linear_model(features)

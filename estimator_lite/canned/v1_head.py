@@ -151,6 +151,11 @@ class V1Head(base_head.Head):
     """The `tf.compat.v1.losses.Reduction` of the training loss."""
     return self._v1_reduction
 
+  @property
+  def weight_column(self) -> Any:
+    """The wrapped head's weight column (see `SingleHead.weight_column`)."""
+    return self._head.weight_column
+
   def _loss_spec(self, labels: Any, logits: Any, features: base_head.Features
                  ) -> Tuple[Any, Any, Any, Any]:
     """The reduced training loss, the unreduced loss, the weights and the processed labels.

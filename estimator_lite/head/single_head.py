@@ -80,6 +80,15 @@ class SingleHead(base_head.Head):
     """See `Head`."""
     return self._loss_reduction
 
+  @property
+  def weight_column(self) -> Any:
+    """The feature name or numeric column of the example weights, or None.
+
+    estimator_lite's own: what a `LinearSDCA` weighs the examples of a
+    `LinearEstimator` by, whose head the user built.
+    """
+    return self._weight_column
+
   @abc.abstractmethod
   def _processed_labels(self, logits: Any, labels: Any) -> Any:
     """The labels checked and converted to what the loss takes."""

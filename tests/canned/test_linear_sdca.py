@@ -16,6 +16,7 @@ for them (regenerate with the command in that script's docstring).
     estimator_lite wrote (tests/reference/read_sdca_model_dir.py, run in the
     reference venv; the test fails, never skips, when the venv cannot be made)
     for one case of each checkpoint layout (REVERSE_CASES);
+  - a LinearEstimator weighs the examples by its head's weight column;
   - end to end: export_saved_model, reload, the same predictions;
   - the constructors' and model_fn's errors (tf.estimator's texts).
 """
@@ -119,6 +120,19 @@ def test_trains_as_tf215_did(case, expected, trained_here):
   _assert_close(described["weights"], expected[case]["weights"], f"{case} weights")
   _assert_close(described["metrics"], expected[case]["metrics"], f"{case} evaluate")
   _assert_close(described["predictions"], expected[case]["predictions"], f"{case} predict")
+
+
+def test_linear_estimator_weighs_examples_by_its_heads_weight_column(expected, tmp_path):
+  # A head the user built carries the weight column: SDCA weighs the examples
+  # by it, so the optimum is the weighted LinearClassifier's (2.15's numbers).
+  optimizer = est.experimental.LinearSDCA(
+      example_id_column="example_id", symmetric_l2_regularization=0.5)
+  estimator = est.LinearEstimator(
+      head=est.BinaryClassHead(weight_column="weights"),
+      feature_columns=fx.feature_columns(tf), model_dir=str(tmp_path), optimizer=optimizer)
+  estimator.train(input_fn=fx.input_fn(tf, "classifier"), steps=fx.TRAIN_STEPS)
+  described = fx.describe_model_dir(tf, estimator, str(tmp_path), "classifier")
+  _assert_close(described["weights"], expected["classifier"]["weights"], "weights")
 
 
 def test_tf215_reads_and_resumes_estimator_lite_model_dirs(expected, trained_here):
