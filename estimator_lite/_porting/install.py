@@ -8,7 +8,9 @@ program reached it, each resolving to the estimator_lite module that
 - attributes: `tf.estimator`, `tf.compat.v1.estimator`,
   `tf.compat.v2.estimator` on TensorFlow's module objects (so
   `import tensorflow.compat.v1 as tf; tf.estimator` and module aliases such as
-  `v1 = tf.compat.v1; v1.estimator` work too);
+  `v1 = tf.compat.v1; v1.estimator` work too), also on a copy of a compat
+  namespace that TensorFlow loads later (`import tensorflow.compat.v2` loads
+  one and makes it `tf.compat.v2`): the finder wraps its loader;
 - imports: a `sys.meta_path` finder serves `tensorflow.estimator[...]`,
   `tensorflow.compat.v1.estimator[...]`, `tensorflow_estimator[...]` (and
   every other path in `names.MODULES`) as the estimator_lite modules
