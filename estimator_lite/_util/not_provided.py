@@ -12,8 +12,8 @@ name is asked for by a `from ... import` statement, the error is an
 ImportError with the same text instead.
 """
 import dis
+import inspect
 import os
-import sys
 import types
 from typing import Dict, Optional, Tuple, Union
 
@@ -33,7 +33,8 @@ def _asked_by_from_import() -> bool:
   install()'s namespaces, sit between it and here) is the program's; its
   current instruction says how it asked.
   """
-  frame: Optional[types.FrameType] = sys._getframe(1)  # pylint: disable=protected-access
+  current = inspect.currentframe()
+  frame: Optional[types.FrameType] = current.f_back if current is not None else None
   while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
       _PACKAGE_DIR + os.sep):
     frame = frame.f_back

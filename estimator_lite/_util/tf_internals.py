@@ -466,15 +466,6 @@ def deserialize_feature_columns(configs: Iterable[Any], custom_objects: Any = No
   return _feature_column_lib.deserialize_feature_columns(configs, custom_objects=custom_objects)
 
 
-def keras_enable_caching_device(cell: Any) -> None:
-  """Makes a Keras 2 RNN cell read its variables once a step, not once a time step.
-
-  Keras's own switch (no public setter); a cell without it is left alone.
-  """
-  if hasattr(cell, "_enable_caching_device"):
-    cell._enable_caching_device = True  # pylint: disable=protected-access
-
-
 def keras_mask(tensor: Any) -> Any:
   """The Keras mask a tensor carries (Keras's convention: its `_keras_mask`), or None."""
   return getattr(tensor, "_keras_mask", None)

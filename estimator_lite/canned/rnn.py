@@ -78,6 +78,10 @@ CellType = Union[str, Callable[..., Any], _UseDefault]
 OptimizerArg = Union[str, Callable[[], Any], Any]
 
 
+# The Keras cells the names of _CELL_NAMES make.
+_KERAS_CELLS = tuple(getattr(tf_keras.layers, name) for name in _CELL_NAMES.values())
+
+
 def _cell_class(cell_type: Any) -> Any:
   """The cell class `cell_type` names, or `cell_type` itself (a class or factory)."""
   if isinstance(cell_type, str) and cell_type in _CELL_NAMES:
@@ -105,8 +109,13 @@ def _single_rnn_cell(units: int, cell_type: Any) -> Any:
     raise ValueError(
         "`cell_type` should be a class producing a RNN cell, or a string specifying "
         f"the cell type. Supported strings are: {[SIMPLE_RNN_KEY, LSTM_KEY, GRU_KEY]}.")
-  cell = cell_class(units=units)
-  tf_internals.keras_enable_caching_device(cell)
+  if cell_class in _KERAS_CELLS:
+    # Keras's own constructor switch (its default is off in graph mode): the
+    # cell reads its variables once per session step instead of once per
+    # time step of the while loop.
+    cell = cell_class(units=units, enable_caching_device=True)
+  else:
+    cell = cell_class(units=units)
   if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
     raise ValueError("RNN cell should have a `call` and `state_size` method.")
   return cell
