@@ -464,13 +464,3 @@ def serialize_feature_columns(feature_columns: Any) -> list:
 def deserialize_feature_columns(configs: Iterable[Any], custom_objects: Any = None) -> list:
   """Feature columns back from `serialize_feature_columns`'s configs."""
   return _feature_column_lib.deserialize_feature_columns(configs, custom_objects=custom_objects)
-
-
-def keras_mask(tensor: Any) -> Any:
-  """The Keras mask a tensor carries (Keras's convention: its `_keras_mask`), or None."""
-  return getattr(tensor, "_keras_mask", None)
-
-
-def set_keras_mask(tensor: Any, mask: Any) -> None:
-  """Attaches `mask` as the tensor's Keras mask: Keras losses and metrics skip its False steps."""
-  tensor._keras_mask = mask  # pylint: disable=protected-access

@@ -188,7 +188,7 @@ class RNNModel(tf_keras.models.Model):
   `rnn_layer` over the real steps of each sequence; a dense layer named
   "logits" maps its output to `units` logits. With `return_sequences`, the
   logits (`[batch_size, max_steps, units]`) carry the sequence mask as their
-  Keras mask (`_keras_mask`), which Keras losses and metrics (and the RNN
+  Keras mask (`compute_mask`), which Keras losses and metrics (and the RNN
   estimators' sequential head) use to leave the padding out.
   """
 
@@ -231,6 +231,17 @@ class RNNModel(tf_keras.models.Model):
     self._rnn_layer = rnn_layer
     self._logits_layer = tf_keras.layers.Dense(units=units, activation=activation,
                                                name="logits")
+    self._sequence_mask: Any = None
+
+  def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+    """The sequence mask of the last call's logits with `return_sequences`, else None.
+
+    Keras attaches it to the logits after each call (its mask convention), so
+    that Keras losses and metrics leave the padding steps out; the RNN
+    estimators' model_fn hands it to their sequential head.
+    """
+    del inputs, mask
+    return self._sequence_mask
 
   def call(self, inputs: Dict[str, Any], training: Optional[bool] = None) -> tf.Tensor:
     """Computes the logits.
@@ -260,10 +271,8 @@ class RNNModel(tf_keras.models.Model):
     sequence_length_mask = tf.sequence_mask(sequence_length)
     rnn_outputs = self._rnn_layer(sequence_input, mask=sequence_length_mask, training=training)
     logits = self._logits_layer(rnn_outputs)
-    if self._return_sequences:
-      # Keras's convention for a tensor's mask: losses, metrics and the
-      # estimator's sequential head read it to exclude the padding steps.
-      tf_internals.set_keras_mask(logits, sequence_length_mask)
+    # What compute_mask returns: Keras asks for it right after this call.
+    self._sequence_mask = sequence_length_mask if self._return_sequences else None
     return logits
 
   def get_config(self) -> Dict[str, Any]:
@@ -354,7 +363,7 @@ def rnn_estimator_spec(features: Dict[str, Any], labels: Any, mode: str, head: b
   # (The estimators check that a head given with return_sequences is sequential.)
   if (return_sequences and isinstance(head, sequential_head.SequentialHead)
       and head.input_sequence_mask_key not in features):
-    features[head.input_sequence_mask_key] = tf_internals.keras_mask(logits)
+    features[head.input_sequence_mask_key] = rnn_model.compute_mask(features)
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, optimizer=optimizer, logits=logits,
       update_ops=rnn_model.updates, trainable_variables=rnn_model.trainable_variables)
