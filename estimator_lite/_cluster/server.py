@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
+from estimator_lite._cluster import address_checks
 from estimator_lite._cluster import session_config as _session_config
 from estimator_lite._cluster import tf_config as _tf_config
 from estimator_lite._util import tf_internals
@@ -44,7 +45,7 @@ def _log_exposure(task_type: str, task_id: int, address: str) -> None:
   _logging.warning(
       "TensorFlow server for %s:%d listens unauthenticated on all interfaces at port %s: "
       "anyone who can reach this port can run TensorFlow ops in this process. Run the "
-      "cluster on a trusted network only (README.md, Security; `python -m "
+      "cluster on a trusted network only (docs/security.md; `python -m "
       "estimator_lite.launch --print-firewall` prints firewall rules for this TF_CONFIG).",
       task_type, task_id, port)
 
@@ -62,6 +63,8 @@ def start_std_server(config: Any) -> Optional[tf.distribute.Server]:
 
   Raises:
     RuntimeError: no cluster, task or master to start a server for.
+    address_checks.TFConfigAddressError: this task's address or a ps's has
+      port 0 or a host that does not resolve in time (see address_checks).
   """
   if not config.cluster_spec.jobs or not config.task_type or config.task_id is None:
     raise RuntimeError(
@@ -78,6 +81,7 @@ def start_std_server(config: Any) -> Optional[tf.distribute.Server]:
     raise RuntimeError(
         "Could not start server; be sure to specify master in RunConfig or set "
         "the TF_CONFIG environment variable.")
+  address_checks.check_task_addresses(config.cluster_spec, config.task_type, config.task_id)
   _logging.info("Start Tensorflow server for %s:%d of %s.", config.task_type,
                 config.task_id, config.cluster_spec.as_dict())
   server = tf.distribute.Server(
@@ -122,6 +126,10 @@ def multi_worker_target(config: Any, session_config: tf.compat.v1.ConfigProto) -
   Args:
     config: the RunConfig (cluster_spec, task, protocol, train_distribute).
     session_config: the task's session config, for the server's default.
+
+  Raises:
+    address_checks.TFConfigAddressError: a task's address has port 0 or a
+      host that does not resolve in time.
   """
   address = config.cluster_spec.task_address(config.task_type, config.task_id)
   protocol = config.protocol or "grpc"
@@ -129,6 +137,8 @@ def multi_worker_target(config: Any, session_config: tf.compat.v1.ConfigProto) -
     return f"{protocol}://{address}"
   key = (config.task_type, config.task_id)
   if key not in _MULTI_WORKER_SERVERS:
+    address_checks.check_task_addresses(config.cluster_spec, config.task_type, config.task_id,
+                                        all_reduce=True)
     _logging.info("Starting TensorFlow server for %s:%d at %s.", config.task_type,
                   config.task_id, address)
     _MULTI_WORKER_SERVERS[key] = tf.distribute.Server(

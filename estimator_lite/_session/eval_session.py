@@ -221,8 +221,32 @@ def evaluate(model_fn: Callable[..., Any], input_fn: Callable[..., Any], config:
     if warm_start is not None and not checkpoint_path:
       warm_start()
     results = run(graph, config, checkpoint_path)
-  global_step = int(results[validation.GLOBAL_STEP_KEY])
-  events.write_dict_to_summary(eval_dir, results, global_step)
-  if checkpoint_path:
-    events.write_checkpoint_path_to_summary(eval_dir, checkpoint_path, global_step)
+  _write_results(eval_dir, results, checkpoint_path)
   return results
+
+
+def _write_results(eval_dir: str, results: Dict[str, Any], checkpoint_path: Optional[str]) -> None:
+  """Writes the results' events to `eval_dir`; a failed write is a warning, not an error.
+
+  The metrics are computed by then: a model_dir that cannot be written to
+  (read-only, a full disk, missing permissions) must not keep them from the
+  caller, as it did in tf.estimator 2.15 (PermissionDeniedError after the
+  evaluation).
+  """
+  global_step = int(results[validation.GLOBAL_STEP_KEY])
+  try:
+    events.write_dict_to_summary(eval_dir, results, global_step)
+    if checkpoint_path:
+      events.write_checkpoint_path_to_summary(eval_dir, checkpoint_path, global_step)
+  except (tf.errors.OpError, OSError) as error:
+    _logging.warning(
+        "Could not write the evaluation results for global step %d to %s (%s: %s). "
+        "evaluate() returns them; TensorBoard, BestExporter and early stopping, which read "
+        "them from there, will not see this evaluation. Make that directory writable, or "
+        "evaluate with a model_dir that is.", global_step, eval_dir, type(error).__name__,
+        _first_line(error))
+
+
+def _first_line(error: BaseException) -> str:
+  # TensorFlow's op errors can carry a long traceback of the op after the first line.
+  return str(error).strip().splitlines()[0] if str(error).strip() else repr(error)

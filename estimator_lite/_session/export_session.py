@@ -22,6 +22,7 @@ from estimator_lite._util import export_dirs
 from estimator_lite._util import quiet
 from estimator_lite._util import tf_internals
 from estimator_lite.export import export_output
+from estimator_lite.export import receiver_fn_checks
 from estimator_lite.mode_keys import ModeKeys
 
 _logging = tf.compat.v1.logging
@@ -188,7 +189,8 @@ def _modes_to_export(input_receiver_fn_map: Mapping[str, Any]) -> list:
     if not callable(fn):
       raise TypeError(
           f"{type(fn).__name__!r} object is not callable: the input_receiver_fn for "
-          f"mode {mode!r} must be a function taking no arguments; given {fn!r}.")
+          f"mode {mode!r} must be a function taking no arguments; given {fn!r}."
+          f"{receiver_fn_checks.not_callable_hint(fn)}")
   return modes
 
 

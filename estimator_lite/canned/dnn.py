@@ -113,7 +113,7 @@ def dnn_model_fn_v2(features: Dict[str, Any], labels: Any, mode: str, head: base
     ValueError: features not a dict, a bad optimizer, v1-only feature columns.
   """
   del config
-  estimator_rules.check_features(features)
+  estimator_rules.check_features(features, feature_columns)
   logits, trainable_variables, update_ops = dnn_model.dnn_logits_v2(
       units=head.logits_dimension, hidden_units=hidden_units, feature_columns=feature_columns,
       activation_fn=activation_fn, dropout=dropout, batch_norm=batch_norm, features=features,
@@ -162,7 +162,7 @@ def dnn_model_fn_v1(features: Dict[str, Any], labels: Any, mode: str, head: base
     ValueError: features not a dict, a bad optimizer.
   """
   optimizer = optimizers.get_optimizer_instance(optimizer, learning_rate=LEARNING_RATE)
-  estimator_rules.check_features(features)
+  estimator_rules.check_features(features, feature_columns)
   num_ps_replicas = config.num_ps_replicas if config else 0
   partitioner = tf.compat.v1.min_max_variable_partitioner(max_partitions=num_ps_replicas)
   with tf.compat.v1.variable_scope("dnn", values=tuple(features.values()),

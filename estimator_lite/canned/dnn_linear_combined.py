@@ -99,7 +99,8 @@ def _check_hidden_units(dnn_hidden_units: Optional[Sequence[int]]) -> None:
 
 def _check_model_fn_arguments(features: Any, linear_feature_columns: Columns,
                               dnn_feature_columns: Columns) -> None:
-  estimator_rules.check_features(features)
+  estimator_rules.check_features(
+      features, tuple(linear_feature_columns or ()) + tuple(dnn_feature_columns or ()))
   if not linear_feature_columns and not dnn_feature_columns:
     raise ValueError(f"{_NO_COLUMNS} {_NO_COLUMNS_FIX}")
 

@@ -10,8 +10,9 @@ DNNLinearCombined estimators, with a different cap each.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -23,21 +24,54 @@ SUM_OVER_BATCH_SIZE = tf_keras.losses.Reduction.SUM_OVER_BATCH_SIZE
 V1_SUM = tf.compat.v1.losses.Reduction.SUM
 
 
-def check_features(features: Any) -> None:
+def _feature_keys(feature_columns: Iterable[Any]) -> List[str]:
+  """The feature names `feature_columns` read (their parse spec's keys), sorted; [] if unknown."""
+  try:
+    return sorted(tf.compat.v1.feature_column.make_parse_example_spec(list(feature_columns)))
+  except Exception:  # pylint: disable=broad-except
+    # Only an error message uses them: a column without a parse spec just
+    # leaves the keys out of it.
+    return []
+
+
+def _describe_value(value: Any) -> str:
+  """What an input_fn gave, in words: its kind, and a tensor's shape and dtype."""
+  kinds = ((tf.SparseTensor, "a SparseTensor"), (tf.Tensor, "a Tensor"),
+           (np.ndarray, "a numpy array"))
+  kind = next((name for cls, name in kinds if isinstance(value, cls)), None)
+  if kind is not None:
+    return f"{kind} of shape {tuple(value.shape)} and dtype {tf.as_dtype(value.dtype).name}"
+  if isinstance(value, (tuple, list)):
+    return f"a {type(value).__name__} of {len(value)} values"
+  return f"a {type(value).__name__}"
+
+
+def check_features(features: Any, feature_columns: Optional[Iterable[Any]] = None) -> None:
   """Checks the features a canned estimator got are a dict.
 
   Args:
     features: what the input_fn gave as features.
+    feature_columns: the estimator's feature columns, whose keys the error
+      names; None when it has none (Baseline).
 
   Raises:
-    ValueError: they are not (tf.estimator's text, with the fix).
+    ValueError: they are not (tf.estimator's text, then what was given, the
+      keys the feature columns read and the fix).
   """
-  if not isinstance(features, dict):
-    raise ValueError(
-        "features should be a dictionary of `Tensor`s. Given type: "
-        f"{type(features)}. The input_fn of a canned estimator returns "
-        "features as a dict of feature name to Tensor or SparseTensor, e.g. "
-        "({'x': x}, labels).")
+  if isinstance(features, dict):
+    return
+  keys = _feature_keys(feature_columns or ())
+  if keys:
+    wanted = f"keyed by the names its feature columns read ({', '.join(map(repr, keys))})"
+    example = "{" + ", ".join(f"{key!r}: <Tensor>" for key in keys[:3]) + "}"
+  else:
+    wanted = "keyed by feature name"
+    example = "{'x': x}"
+  raise ValueError(
+      "features should be a dictionary of `Tensor`s. Given type: "
+      f"{type(features)}. The input_fn gave {_describe_value(features)} as features; a "
+      f"canned estimator needs a dict from feature name to Tensor or SparseTensor, {wanted}. "
+      f"Fix: return ({example}, labels) from the input_fn (or a Dataset of such pairs).")
 
 
 def check_v2_feature_columns(feature_columns: Iterable[Any]) -> None:

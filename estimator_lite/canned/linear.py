@@ -172,7 +172,7 @@ def _linear_model_fn_v2(features: Any, labels: Any, mode: str, head: Any,
                         sdca_loss_type: Optional[str] = None) -> EstimatorSpec:
   """The model_fn of the top-level Linear estimators."""
   del config
-  estimator_rules.check_features(features)
+  estimator_rules.check_features(features, feature_columns)
   if isinstance(optimizer, linear_sdca.LinearSDCA):
     return linear_sdca.sdca_model_fn(
         features, labels, mode, head, feature_columns, optimizer, weight_column=weight_column,
@@ -196,7 +196,7 @@ def _linear_model_fn_v1(features: Any, labels: Any, mode: str, head: Any,
                         sparse_combiner: str = "sum", weight_column: Any = None,
                         sdca_loss_type: Optional[str] = None) -> EstimatorSpec:
   """The model_fn of the compat.v1 Linear estimators."""
-  estimator_rules.check_features(features)
+  estimator_rules.check_features(features, feature_columns)
   num_ps_replicas = config.num_ps_replicas if config else 0
   # With no parameter servers the default partitioner makes one part; with
   # some, up to one a server for variables of 64 MiB or more.

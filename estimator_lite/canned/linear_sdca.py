@@ -355,7 +355,7 @@ def sdca_model_fn(features: Dict[str, Any], labels: Any, mode: str, head: Any,
   Raises:
     ValueError: features not a dict, or a head SDCA does not support.
   """
-  estimator_rules.check_features(features)
+  estimator_rules.check_features(features, feature_columns)
   loss_type = loss_type or loss_type_of_head(head)
   if weight_column is None:
     weight_column = getattr(head, "weight_column", None)

@@ -20,6 +20,7 @@ from estimator_lite._util import fn_args as _fn_args
 from estimator_lite._util.validation import GLOBAL_STEP_KEY
 from estimator_lite._util.validation import LOSS_KEY
 from estimator_lite._util import export_dirs
+from estimator_lite.export import receiver_fn_checks
 
 _logging = tf.compat.v1.logging
 # BestExporter's memory of the best exported eval result. A dot file: TensorFlow
@@ -69,7 +70,8 @@ def _check_receiver_fn(fn: Optional[Callable[[], Any]]) -> Callable[[], Any]:
     raise ValueError(
         f"serving_input_receiver_fn must be a function taking no arguments and "
         f"returning a ServingInputReceiver; given {fn!r}. Use e.g. "
-        "estimator_lite.export.build_parsing_serving_input_receiver_fn(spec).")
+        "estimator_lite.export.build_parsing_serving_input_receiver_fn(spec)."
+        f"{receiver_fn_checks.not_callable_hint(fn)}")
   return fn
 
 

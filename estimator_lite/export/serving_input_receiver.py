@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional
 import tensorflow as tf
 
 from estimator_lite._util import validation
+from estimator_lite.export import receiver_fn_checks
 from estimator_lite.export import receiver_tensors as _receiver_tensors
 
 
@@ -133,6 +134,7 @@ def build_parsing_serving_input_receiver_fn(feature_spec: Dict[str, Any],
 
   def serving_input_receiver_fn() -> ServingInputReceiver:
     """Parses serialized tf.Examples fed to 'input_example_tensor'."""
+    receiver_fn_checks.refuse_eager_call()
     serialized = tf.compat.v1.placeholder(
         dtype=tf.string, shape=[default_batch_size], name="input_example_tensor")
     features = tf.compat.v1.io.parse_example(serialized, feature_spec)
@@ -165,6 +167,7 @@ def build_raw_serving_input_receiver_fn(features: Dict[str, Any],
 
   def serving_input_receiver_fn() -> ServingInputReceiver:
     """Feeds each feature through its own placeholder."""
+    receiver_fn_checks.refuse_eager_call()
     receiver_tensors = _receiver_tensors.placeholders_like(features, default_batch_size)
     return ServingInputReceiver(receiver_tensors, receiver_tensors)
 

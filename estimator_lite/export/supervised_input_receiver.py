@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from estimator_lite._graph import input_fn as _input_fn
 from estimator_lite._util import validation
+from estimator_lite.export import receiver_fn_checks
 from estimator_lite.export import receiver_tensors as _receiver_tensors
 from estimator_lite.export.receiver_tensors import SINGLE_LABEL_DEFAULT_NAME
 from estimator_lite.export.receiver_tensors import SINGLE_RECEIVER_DEFAULT_NAME
@@ -145,6 +146,7 @@ def build_raw_supervised_input_receiver_fn(features: Any, labels: Any,
 
   def supervised_input_receiver_fn() -> SupervisedInputReceiver:
     """Feeds each feature and label through its own placeholder."""
+    receiver_fn_checks.refuse_eager_call("supervised_input_receiver_fn")
     model_features, feature_inputs = _receive(features, SINGLE_RECEIVER_DEFAULT_NAME)
     model_labels, label_inputs = _receive(labels, SINGLE_LABEL_DEFAULT_NAME)
     return SupervisedInputReceiver(model_features, model_labels,

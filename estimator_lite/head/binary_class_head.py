@@ -105,6 +105,14 @@ class BinaryClassHead(single_head.SingleHead):
         labels=labels, logits=logits, expected_labels_dimension=1)
     if self._label_vocabulary is not None:
       labels = classes_lib.class_id_table(self._label_vocabulary).lookup(labels)
+    elif labels.dtype == tf.string:
+      # tf.estimator 2.15 failed only when the step ran ("Cast string to
+      # float"), after writing a first checkpoint; the dtype is known now.
+      raise ValueError(
+          "Labels dtype should be numeric (class ids 0 or 1) without label_vocabulary. "
+          f"Instead got {labels.dtype}. For string labels pass label_vocabulary=[...] listing "
+          "the two class names (e.g. label_vocabulary=['no', 'yes'], the first one is class "
+          "0), or give the labels as integer class ids 0 or 1.")
     labels = tf.cast(labels, dtype=tf.float32)
     return labels_lib.check_label_range(labels, n_classes=2)
 

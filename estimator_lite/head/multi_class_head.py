@@ -99,7 +99,9 @@ class MultiClassHead(single_head.SingleHead):
       if not labels.dtype.is_integer:
         raise ValueError(
             f"Labels dtype should be integer. Instead got {labels.dtype}. Give integer "
-            "class ids, or label_vocabulary for string labels.")
+            f"class ids in [0, {self._n_classes}), or, for string labels, pass "
+            f"label_vocabulary=[...] listing the {self._n_classes} class names (the first "
+            "one is class 0).")
       label_ids = labels
     else:
       if labels.dtype != tf.string:

@@ -7,6 +7,7 @@ started in the test process would hold its port and threads until pytest
 exits.
 """
 import json
+import os
 import time
 
 from google.protobuf import text_format
@@ -14,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_lite as est
+from estimator_lite._cluster import address_checks
 from estimator_lite._cluster import server as _server
 from estimator_lite import launch
 
@@ -171,3 +173,113 @@ def test_one_node_cluster_trains_without_a_server(monkeypatch):
   monkeypatch.setenv("TF_CONFIG", json.dumps(
       {"cluster": {"chief": [f"localhost:{port}"]}, "task": {"type": "chief", "index": 0}}))
   assert _server.start_std_server(est.RunConfig()) is None
+
+
+# -- the addresses a task needs, checked when its server starts ------------------------
+# Runs in a fresh interpreter: argv[1] is a JSON list of cases {"name", "tf_config"}.
+# Starts each case's server as train_and_evaluate does and prints, per case,
+# the error it raised (or "started") and how long it took.
+_START_AND_REPORT_ERRORS = r"""
+import json
+import os
+import sys
+import time
+
+import estimator_lite as est
+from estimator_lite._cluster import server as _server
+
+report = {}
+for case in json.loads(sys.argv[1]):
+  os.environ["TF_CONFIG"] = json.dumps(case["tf_config"])
+  start = time.monotonic()
+  try:
+    _server.start_std_server(est.RunConfig())
+    outcome = {"error": None}
+  except Exception as error:  # reported to the test
+    outcome = {"error": type(error).__name__, "message": str(error),
+               "is_value_error": isinstance(error, ValueError)}
+  outcome["secs"] = time.monotonic() - start
+  report[case["name"]] = outcome
+print("REPORT " + json.dumps(report), flush=True)
+os._exit(0)
+"""
+
+
+def test_tf_config_host_that_does_not_resolve_or_port_0_fails_naming_the_task(run_python):
+  ports = launch.free_ports(4)
+  cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"],
+             "ps": ["nosuchhost.invalid:2222"]}
+  cases = [
+      # A worker's ps does not resolve: waited for (1 s here), then named.
+      {"name": "ps_host", "tf_config": {"cluster": cluster, "task": {"type": "worker",
+                                                                    "index": 0}}},
+      # The ps's own address on port 0: it would listen where no peer looks.
+      {"name": "own_port_0", "tf_config": {
+          "cluster": {"chief": [f"localhost:{ports[2]}"], "ps": ["localhost:0"]},
+          "task": {"type": "ps", "index": 0}}},
+      # The chief's ps on port 0.
+      {"name": "peer_port_0", "tf_config": {
+          "cluster": {"chief": [f"localhost:{ports[3]}"], "ps": ["localhost:0"]},
+          "task": {"type": "chief", "index": 0}}},
+  ]
+
+  done = run_python(_START_AND_REPORT_ERRORS, json.dumps(cases), timeout=120,
+                    env=dict(os.environ, ESTIMATOR_LITE_RESOLVE_WAIT_SECS="1"))
+
+  assert done.returncode == 0, done.stdout + done.stderr
+  line, = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+  report = json.loads(line[len("REPORT "):])
+  ps_host = report["ps_host"]
+  assert ps_host["error"] == "TFConfigAddressError" and ps_host["is_value_error"], ps_host
+  assert ps_host["message"].startswith(
+      "TF_CONFIG: cluster job 'ps' task 0 has the address 'nosuchhost.invalid:2222': host "
+      "'nosuchhost.invalid' does not resolve (waited 1 s)"), ps_host
+  assert "ESTIMATOR_LITE_RESOLVE_WAIT_SECS" in ps_host["message"]
+  # The wait is bounded by the setting, and logged while it lasts.
+  assert 1.0 <= ps_host["secs"] < 10, ps_host
+  assert "TF_CONFIG: waiting for host(s) ['nosuchhost.invalid'] to resolve" in done.stderr
+  for name, job in (("own_port_0", "ps"), ("peer_port_0", "ps")):
+    outcome = report[name]
+    assert outcome["error"] == "TFConfigAddressError", outcome
+    assert outcome["message"].startswith(
+        f"TF_CONFIG: cluster job '{job}' task 0 has the address 'localhost:0', with port 0"), outcome
+    assert "Give each task a fixed port in 1-65535" in outcome["message"]
+    assert outcome["secs"] < 5, outcome
+
+
+def test_a_worker_starts_before_its_ps_is_up(run_python):
+  # Only name resolution is checked: a ps that does not answer yet is normal.
+  ports = launch.free_ports(3)
+  cases = [{"name": "worker", "tf_config": {"cluster": _cluster(ports),
+                                            "task": {"type": "worker", "index": 0}}}]
+
+  done = run_python(_START_AND_REPORT_ERRORS, json.dumps(cases), timeout=120)
+
+  assert done.returncode == 0, done.stdout + done.stderr
+  line, = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+  assert json.loads(line[len("REPORT "):])["worker"]["error"] is None, line
+
+
+def test_resolve_wait_setting_must_be_seconds():
+  assert address_checks.resolve_wait_secs({}) == 60
+  assert address_checks.resolve_wait_secs({"ESTIMATOR_LITE_RESOLVE_WAIT_SECS": "2.5"}) == 2.5
+  for bad in ("-1", "soon", "nan"):
+    with pytest.raises(ValueError, match=rf"ESTIMATOR_LITE_RESOLVE_WAIT_SECS='{bad}' is not a "
+                                         r"number of seconds >= 0"):
+      address_checks.resolve_wait_secs({"ESTIMATOR_LITE_RESOLVE_WAIT_SECS": bad})
+
+
+def test_a_task_checks_its_own_address_and_the_peers_it_connects_to():
+  cluster = tf.train.ClusterSpec({"chief": ["c:1"], "worker": ["w0:1", "w1:1"],
+                                  "ps": ["p0:1", "p1:1"]})
+  ps_tasks = {("ps", 0): "p0:1", ("ps", 1): "p1:1"}
+  # A trainer talks to the ps tasks only; never to the other trainers, whose
+  # addresses may be stale or unresolvable without harm.
+  assert address_checks.needed_addresses(cluster, "worker", 1) == {("worker", 1): "w1:1",
+                                                                    **ps_tasks}
+  assert address_checks.needed_addresses(cluster, "chief", 0) == {("chief", 0): "c:1",
+                                                                   **ps_tasks}
+  # A ps only listens.
+  assert address_checks.needed_addresses(cluster, "ps", 1) == {("ps", 1): "p1:1"}
+  # All-reduce: every task talks to every other.
+  assert len(address_checks.needed_addresses(cluster, "worker", 0, all_reduce=True)) == 5

@@ -4,6 +4,7 @@ Expected values of the accepted forms were checked against tf.estimator 2.15's
 RunConfig (reference venv) for the same TF_CONFIG strings.
 """
 import json
+import time
 
 import pytest
 import tensorflow as tf
@@ -387,3 +388,16 @@ def test_unknown_top_level_keys_are_ignored_with_one_warning_naming_them(monkeyp
   plain = run_config(monkeypatch, {"cluster": CLUSTER, "task": {"type": "worker", "index": 0}})
   assert (plain.master, plain.global_id_in_cluster, plain.num_worker_replicas) == (
       first.master, first.global_id_in_cluster, first.num_worker_replicas)
+
+
+def test_run_config_accepts_placeholder_hosts_and_port_0_as_tf_estimator_did(monkeypatch):
+  # tf.estimator 2.15's own tests build RunConfigs from "host0:0"; hosts are
+  # resolved, and port 0 refused, only where a task starts its server.
+  monkeypatch.setenv("TF_CONFIG", json.dumps({
+      "cluster": {"chief": ["host0:0"], "ps": ["nosuchhost.invalid:0"]},
+      "task": {"type": "chief", "index": 0}}))
+  start = time.monotonic()
+  config = est.RunConfig()
+  assert time.monotonic() - start < 5
+  assert config.cluster_spec.as_dict()["ps"] == ["nosuchhost.invalid:0"]
+  assert config.master == "grpc://host0:0"
