@@ -10,12 +10,31 @@ migration tool never loads TensorFlow.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any, Dict, List
 
 from estimator_lite._util import legacy_keras
+from estimator_lite._util import single_log_lines
+from estimator_lite._util import stderr_guard
 
 # Must run before anything resolves tf.keras / tf.compat.v1.layers.
 legacy_keras.select_legacy_keras()
+
+
+def _started_as_a_tool() -> bool:
+  """Whether this process is `python -m estimator_lite.TOOL` (launch, migrate, run)."""
+  argv = getattr(sys, "orig_argv", [])
+  return any(flag == "-m" and module.startswith(__name__ + ".")
+             for flag, module in zip(argv, argv[1:]))
+
+
+# Plain runs are quiet (docs/logs.md): each TensorFlow log record
+# printed once, and TensorFlow's C++ start-up noise left out of stderr, which
+# works best before TensorFlow is imported. The command-line tools decide for
+# themselves: `run` filters the program it runs, the launcher its tasks.
+single_log_lines.install()
+if not _started_as_a_tool():
+  stderr_guard.start()
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,8 @@
 is `python train.py ARGS...` (`python -m package.train ARGS...`) with
 `estimator_lite.install()` done first: every `tf.estimator`,
 `tf.compat.v1.estimator`, `tensorflow_estimator` and `tf.keras.estimator` the
-program reaches is estimator_lite's. The program runs as `__main__` with the
+program reaches is estimator_lite's, and TensorFlow's C++ start-up noise is
+left out of its stderr (docs/logs.md). The program runs as `__main__` with the
 `sys.argv`, `sys.path[0]`, exit status and traceback plain Python gives it.
 It works under the launcher too:
 
@@ -26,6 +27,8 @@ import sys
 import types
 from typing import Callable, List, NoReturn, Optional, Sequence
 
+from estimator_lite._util import stderr_guard
+
 USAGE = """\
 usage: python -m estimator_lite.run SCRIPT [ARGS...]
        python -m estimator_lite.run -m MODULE [ARGS...]
@@ -37,6 +40,9 @@ tensorflow_estimator and tf.keras.estimator resolving to estimator_lite, as
 options:
   -h, --help  show this help message and exit
   -m MODULE   run library module MODULE as a script (as python -m)
+
+TensorFlow's C++ start-up noise is left out of the program's stderr;
+ESTIMATOR_LITE_SHOW_TF_LOGS=1 in the environment shows it.
 """
 
 
@@ -73,6 +79,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 def _install() -> None:
   # pylint: disable=g-import-not-at-top
+  # Before TensorFlow is imported, so its start-up banners are left out too
+  # (docs/logs.md; ESTIMATOR_LITE_SHOW_TF_LOGS=1 shows them).
+  stderr_guard.start()
   # Imported only here, so `--help` answers without loading TensorFlow.
   from estimator_lite._porting import install
   install.install()

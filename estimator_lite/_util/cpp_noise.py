@@ -3,18 +3,26 @@
 TensorFlow prints these to stderr from C++, some of them before its logging
 is set up, so `TF_CPP_MIN_LOG_LEVEL` does not reach them: the oneDNN, CUDA
 and CPU-feature banners (printed once per TensorFlow library, so twice per
-process), "failed call to cuInit" on a machine with no GPU, and "Local
-rendezvous is aborting" when a session is closed as planned. The launcher
-drops them from its tasks' output unless asked to show them (README,
-"Quiet logs"). What is kept: every line that is not TensorFlow's C++ log
-format, and every C++ warning, error or fatal line not named here.
+process), "failed call to cuInit" on a machine with no GPU, "Local
+rendezvous is aborting" when a session is closed as planned, and the
+multi-line "Type inference failed" warning TensorFlow 2.21's graph optimiser
+prints for graphs that run correctly (tf.compat.v1 `cond`s such as
+`tf.math.zero_fraction`'s in the canned estimators' summaries). The launcher
+and the stderr guard (stderr_guard.py) drop them unless the user asks to see
+them (`ESTIMATOR_LITE_SHOW_TF_LOGS=1`, docs/logs.md). What is kept:
+every line that is not TensorFlow's C++ log format, and every C++ warning,
+error or fatal line not named here.
 
 Imports nothing heavy: the launcher starts without TensorFlow.
 """
 from __future__ import annotations
 
 import glob
+import os
 import re
+
+# The one switch that shows everything TensorFlow prints (docs/logs.md).
+SHOW_TF_LOGS_ENV = "ESTIMATOR_LITE_SHOW_TF_LOGS"
 
 # absl's "I1125 03:12:13.123456  10705 port.cc:153] ..." prefix, with the
 # severity letter captured; before TensorFlow initialises its logging, the
@@ -35,9 +43,28 @@ _BANNER_LINES = (
 _SHUTDOWN_WARNINGS = re.compile(
     rb"\] Local rendezvous is aborting with status: (ABORTED|CANCELLED|OUT_OF_RANGE)")
 
+# TensorFlow 2.21's type inference pass rejecting a graph that still runs; the
+# header line is followed by the two types it compared, printed as protos.
+_TYPE_INFERENCE_WARNING = re.compile(rb"\] Type inference failed\. This indicates an invalid graph")
+# The lines of that message after its header, and the one that ends it.
+_TYPE_INFERENCE_BODY = re.compile(
+    rb"^(\s*|\s*type_id: \w+|\s*args \{|\s*\}|goo\.gle/\w+\s*"
+    rb"| is neither a subtype nor a supertype of the combined inputs preceding it:"
+    rb"|\tfor \w+ type infernce function \d+)$")
+_TYPE_INFERENCE_END = re.compile(rb"^\twhile inferring type of node '.*'$")
+
 # On a machine with no NVIDIA device, the CUDA build of TensorFlow reports
 # that it found none as an error.
 _CUINIT_ERROR = re.compile(rb"\] failed call to cuInit: ")
+
+
+def show_tf_logs() -> bool:
+  """Whether the user asked to see all of TensorFlow's logs (`ESTIMATOR_LITE_SHOW_TF_LOGS`).
+
+  Returns:
+    True when the variable is set to anything but "", "0", "false" or "no".
+  """
+  return os.environ.get(SHOW_TF_LOGS_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def machine_has_nvidia_devices() -> bool:
@@ -48,12 +75,17 @@ def machine_has_nvidia_devices() -> bool:
 class NoiseFilter:
   """Says which log lines are TensorFlow's C++ noise.
 
+  Give it the lines of one stream in order: a multi-line message (the type
+  inference warning) is recognised by its header, and its body lines are noise
+  only right after it, as long as each has that message's shape.
+
   Args:
     cpu_only: the machine has no GPU, so a failed cuInit is expected.
   """
 
   def __init__(self, *, cpu_only: bool) -> None:
     self._cpu_only = cpu_only
+    self._in_type_inference_warning = False
     self.hidden = 0  # lines judged noise so far
 
   def is_noise(self, line: bytes) -> bool:
@@ -65,6 +97,14 @@ class NoiseFilter:
     return noise
 
   def _judge(self, line: bytes) -> bool:
+    if self._in_type_inference_warning:
+      if _TYPE_INFERENCE_END.match(line):
+        self._in_type_inference_warning = False
+        return True
+      if _TYPE_INFERENCE_BODY.match(line):
+        return True
+      # Not the message's shape: the message ended early; judge the line afresh.
+      self._in_type_inference_warning = False
     cpp = _CPP_LOG_LINE.match(line)
     if cpp is None:
       return any(pattern.match(line) for pattern in _BANNER_LINES)
@@ -72,6 +112,9 @@ class NoiseFilter:
     if severity == b"I":  # informational: what TF_CPP_MIN_LOG_LEVEL=1 is meant to hide
       return True
     if severity == b"W":
+      if _TYPE_INFERENCE_WARNING.search(line) is not None:
+        self._in_type_inference_warning = True
+        return True
       return _SHUTDOWN_WARNINGS.search(line) is not None
     if severity == b"E":
       return self._cpu_only and _CUINIT_ERROR.search(line) is not None
