@@ -7,7 +7,7 @@ parameter servers and, with `--evaluator`, an evaluator: each runs the same
 command with its own TF_CONFIG, on free localhost ports chosen by the OS.
 Every line a task prints is prefixed with its role (`[worker:0] ...`).
 
-The tasks run inside one private network namespace (README, "Security"):
+The tasks run inside one private network namespace (docs/security.md):
 TensorFlow's servers listen unauthenticated on every interface, so a "local"
 cluster would otherwise be open to the machine's whole network. If no
 namespace can be made the launcher refuses to start; `--expose-to-network`
@@ -21,11 +21,16 @@ workers hold their first step until every worker's training session is up
 (`--join-secs`, see _cluster/join_markers.py). The tasks share this machine's
 cores, so their sessions run with TensorFlow's thread spinning off unless the
 program sets its own `session_config` (_cluster/shared_machine.py). Every
-`--status-secs` the launcher prints a
-table of the tasks (pid, state, global step, steps/s, latest evaluation, read
-from their INFO logs), and at the end a summary: exit codes, final step,
-where the model and the exports are. TensorFlow's C++ start-up and shutdown
-chatter is left out of the tasks' output (`--show-tf-logs` keeps it).
+`--status-secs` the launcher prints a table of the tasks (pid, state, own
+steps, global step, steps/s, latest evaluation, read from their INFO logs),
+and at the end a summary: exit codes, final step, where the model and the
+exports are, and whether the run trained nothing because the model_dir was
+already finished. A task's own steps are the steps it trained itself (known
+when its train() ends), its global step the shared count every trainer
+moves; ps tasks, which serve until stopped, show `done` when the launcher
+ends them after training. TensorFlow's C++ start-up and shutdown chatter is
+left out of the tasks' output (`--show-tf-logs`, or
+`ESTIMATOR_LITE_SHOW_TF_LOGS=1` in the environment, keeps it).
 
     python -m estimator_lite.launch --ps 1 --workers 2 --evaluator \\
         --print-tf-config host0 host1 host2:2222 host3
@@ -170,6 +175,8 @@ class _Task:
     self.job = job
     self.returncode: Optional[int] = None
     self.stopped = False
+    # Stopped because its work was over (a ps once training ended), not cut short.
+    self.done = False
     # Its own session: stopping the task (by its PID's group) also stops what
     # a wrapper script started, and Ctrl-C reaches it only through us.
     try:
@@ -260,8 +267,12 @@ class _Cluster:
     states = {}
     for task in self.tasks:
       if task.poll() is not None:
-        states[task.name] = (f"stopped ({task.returncode})" if task.stopped
-                             else f"exited {task.returncode}")
+        if task.done:
+          states[task.name] = "done"
+        elif task.stopped:
+          states[task.name] = f"stopped ({task.returncode})"
+        else:
+          states[task.name] = f"exited {task.returncode}"
     return states
 
   def print_table(self, heading: str, *, only_if_changed: bool = True) -> None:
@@ -278,6 +289,9 @@ class _Cluster:
     self.print_table(f"summary after {self.elapsed():.0f} s:", only_if_changed=False)
     model_dir = self.status.model_dir()
     lines = []
+    finished = self.status.finished_model_dir()
+    if finished is not None:
+      lines.append(_trained_nothing(model_dir, *finished, exported=bool(self.status.exports())))
     if model_dir:
       latest = _latest_checkpoint(model_dir)
       lines.append(f"model_dir: {model_dir}" + (
@@ -307,11 +321,18 @@ class _Cluster:
       self._next_table = time.monotonic() + self._status_secs
       self.print_table(f"status at {self.elapsed():.0f} s ({self._heading}):")
 
-  def stop(self, tasks: Sequence[_Task]) -> None:
-    """SIGTERM, then SIGKILL after a few seconds, every task of `tasks` still running."""
+  def stop(self, tasks: Sequence[_Task], *, done: Sequence[_Task] = ()) -> None:
+    """SIGTERM, then SIGKILL after a few seconds, every task of `tasks` still running.
+
+    Args:
+      tasks: the tasks to stop.
+      done: those of `tasks` whose work is over (ps tasks once training
+        ended): their state shows `done`, not `stopped`.
+    """
     running = [t for t in tasks if t.poll() is None]
     for task in running:
       task.stopped = True
+      task.done = task in done
       task.signal(signal.SIGTERM)
     self.wait(running, time.monotonic() + _TERM_GRACE_SECS)
     for task in running:
@@ -324,10 +345,28 @@ class _Cluster:
     parts = []
     for task in self.tasks:
       state = f"exited with {task.returncode}"
-      if task.stopped:
+      if task.done:
+        state = "done (stopped by the launcher once training was over)"
+      elif task.stopped:
         state = f"stopped ({state})"
       parts.append(f"{task.name} {state}")
     return "; ".join(parts)
+
+
+def _trained_nothing(model_dir: Optional[str], step: Optional[int], max_steps: Optional[int],
+                     exported: bool) -> str:
+  """The summary's line for a run whose model_dir was already trained to max_steps."""
+  where = model_dir or "the model_dir"
+  holds = (f"already holds step {step} >= max_steps {max_steps}" if step is not None
+           else "already holds a checkpoint at max_steps")
+  line = (f"trained nothing: {where} {holds} (\"Skipping training since max_steps has "
+          "already saved\"); to train more, use a new model_dir or a larger max_steps")
+  if exported:
+    # tf.estimator's evaluator does the same: a new process evaluates the
+    # newest checkpoint once, and its exporters run after that evaluation.
+    line += ("\nthe evaluator evaluated that final checkpoint again and wrote another export "
+             "of it (tf.estimator's evaluator does the same)")
+  return line
 
 
 _CHECKPOINT_PATH_LINE = re.compile(r'^model_checkpoint_path: "(.*)"$', re.M)
@@ -373,7 +412,7 @@ class _PrivateNetwork:
           "start a cluster that the network can reach. Allow unprivileged user namespaces "
           "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0) or run "
           "as root; or pass --expose-to-network to run the tasks in this machine's network "
-          "anyway (only on a trusted network; README, Security).")
+          "anyway (only on a trusted network; docs/security.md).")
     self.mode = mode
     self.pid = self._process.pid
 
@@ -409,7 +448,7 @@ def _exposure_warning(cluster: Dict[str, List[str]]) -> str:
   return ("WARNING: --expose-to-network: the tasks run in this machine's network, and "
           "TensorFlow's servers listen unauthenticated on every interface: anyone who can "
           f"reach this machine can run TensorFlow ops in them ({ports}). Use only on a "
-          "trusted network (README, Security).")
+          "trusted network (docs/security.md).")
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -465,7 +504,7 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
     raise LaunchError(
         f"--host {host} is not a loopback address: the tasks run in a private network "
         "namespace whose only interface is loopback. Leave --host out, or pass "
-        "--expose-to-network to listen on this machine's network (README, Security).")
+        "--expose-to-network to listen on this machine's network (docs/security.md).")
   out = out or sys.stdout.buffer
   tasks = cluster_tasks(num_ps, num_workers, evaluator)
   training = [t for t in tasks if t[0] != "evaluator"]
@@ -501,6 +540,9 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
     for job, index in tasks:
       env = dict(os.environ, TF_CONFIG=tf_config(cluster, job, index), PYTHONUNBUFFERED="1",
                  **join_env, **shared_machine.launcher_environment())
+      # The launcher leaves out (and counts) the tasks' C++ noise itself: each
+      # task's own stderr guard (_util/stderr_guard.py) stays off.
+      env[cpp_noise.SHOW_TF_LOGS_ENV] = "1"
       launched.start(job, index, command if network is None else network.wrap(command), env)
     chief = launched.of_job("chief")[0]
     ps = launched.of_job("ps")
@@ -519,7 +561,9 @@ def run_cluster(command: Sequence[str], num_ps: int, num_workers: int, evaluator
       launched.say(f"chief finished; waiting up to {grace_secs:g} s for "
                    + ", ".join(t.name for t in followers))
       launched.wait(followers, time.monotonic() + grace_secs)
-    launched.stop(followers + ps)
+    # The ps tasks serve until stopped: once the chief ended by itself their
+    # work is over, and being stopped is how they finish.
+    launched.stop(followers + ps, done=() if chief.stopped else ps)
   except KeyboardInterrupt as interrupt:
     launched.say("interrupted; stopping the cluster.")
     status = -getattr(interrupt, "signum", signal.SIGINT)
@@ -582,7 +626,8 @@ def _parser() -> argparse.ArgumentParser:
                       f"{_DEFAULT_STATUS_SECS:g}; 0: only the summary at the end)")
   parser.add_argument("--show-tf-logs", action="store_true",
                       help="keep TensorFlow's C++ start-up and shutdown lines (banners, "
-                      "cuInit on a machine without GPU, rendezvous aborts) in the output")
+                      "cuInit on a machine without GPU, rendezvous aborts, type inference "
+                      "warnings) in the output; ESTIMATOR_LITE_SHOW_TF_LOGS=1 does the same")
   parser.add_argument("--print-firewall", action="store_true",
                       help="print the iptables rules that let only the cluster's peers reach "
                       "this task's port, for the TF_CONFIG in the environment, and exit")
@@ -615,7 +660,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return run_cluster(command, args.ps, args.workers, args.evaluator,
                        grace_secs=args.grace_secs, host=args.host,
                        expose_to_network=args.expose_to_network, join_secs=args.join_secs,
-                       status_secs=args.status_secs, show_tf_logs=args.show_tf_logs)
+                       status_secs=args.status_secs,
+                       show_tf_logs=args.show_tf_logs or cpp_noise.show_tf_logs())
   except LaunchError as e:
     parser.error(str(e))
   return 2

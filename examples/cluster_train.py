@@ -1,7 +1,7 @@
 """Trains a small linear regression with train_and_evaluate, locally or on a cluster.
 
 The same program runs on every machine; TF_CONFIG says which role each
-process takes (README, "Run on a cluster"). Each worker reads its own shard of
+process takes (docs/distributed.md). Each worker reads its own shard of
 the training data: the input_fn takes `input_context` and calls
 `dataset.shard(num_input_pipelines, input_pipeline_id)` before shuffling.
 
@@ -18,6 +18,13 @@ Each training task logs where its variables live and, at the end, how many
 steps it ran itself against the final global step; the chief also runs a
 chief-only hook (EstimatorSpec's `training_chief_hooks`). The final model is
 exported to `MODEL_DIR/export/linear/`.
+
+Run again on a finished model_dir (one that already holds a checkpoint at
+`--max_steps`), it trains nothing: every training task logs "Skipping
+training since max_steps has already saved", as tf.estimator's did. The
+evaluator, as tf.estimator's, still evaluates that final checkpoint once and
+so writes another export of it, under a new timestamp; the launcher's summary
+says both. To train more, pass a new `--model_dir` or a larger `--max_steps`.
 
 This model's steps take about a millisecond. Under the launcher every worker
 still trains (the training tasks make their first steps together, once every

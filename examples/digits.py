@@ -5,13 +5,14 @@ this runs offline. It is a plain tf.estimator program: only the import changed.
 
     python examples/digits.py [--model_dir DIR] [--max_steps N]
 
-It trains, evaluates, exports a SavedModel, reloads it with
-`tf.saved_model.load` and predicts from it, then prints the commands that show
-what it wrote: `tensorboard` for the training and evaluation curves, and
-`saved_model_cli` for the export. The export's two signatures take serialized
-tf.Example protos, as TensorFlow Serving's classify and predict APIs send
-them; the program also writes a request body for each (README, "Serve the
-export").
+It trains with `train_and_evaluate`, evaluating on held-out digits at every
+checkpoint (five in a run: one every max_steps / 5 steps), exports a
+SavedModel, reloads it with `tf.saved_model.load` and predicts from it, then
+prints the commands that show what it wrote: `tensorboard` (opened on the
+training and evaluation loss curves) and `saved_model_cli` for the export.
+The export's two signatures take serialized tf.Example protos, as TensorFlow
+Serving's classify and predict APIs send them; the program also writes a
+request body for each (docs/serving.md, "Serve the export").
 """
 import argparse
 import base64
@@ -32,6 +33,12 @@ NUM_CLASSES = 10
 CLASS_NAMES = [str(digit) for digit in range(NUM_CLASSES)]
 NUM_PIXELS = 64
 _EVAL_FRACTION = 0.2
+# Checkpoints, and so evaluations, per run: enough points for TensorBoard to
+# draw evaluation curves, few enough to keep the run short.
+_EVALUATIONS = 5
+# TensorBoard's time-series dashboard reads its tag filter (a regex) from the
+# URL's query: this opens on the loss cards, training and evaluation.
+_TENSORBOARD_URL = "http://localhost:6006/?tagFilter=loss#timeseries"
 # What a served request carries: one tf.Example per image, its 64 pixels as
 # floats under "pixels".
 FEATURE_SPEC = {"pixels": tf.io.FixedLenFeature([NUM_PIXELS], tf.float32)}
@@ -138,13 +145,24 @@ def main():
   model_dir = os.path.abspath(args.model_dir or tempfile.mkdtemp(prefix="digits_"))
 
   (train_x, train_y), (eval_x, eval_y) = load_digits()
+  eval_every_steps = max(1, args.max_steps // _EVALUATIONS)
   estimator = est.Estimator(
       model_fn, model_dir=model_dir,
-      config=est.RunConfig(save_checkpoints_steps=500, tf_random_seed=42),
+      config=est.RunConfig(save_checkpoints_steps=eval_every_steps, tf_random_seed=42),
       params={"hidden_units": [64, 32], "learning_rate": 0.01})
-  estimator.train(make_input_fn(train_x, train_y, 64, shuffle=True, repeat=True),
-                  max_steps=args.max_steps)
-  metrics = estimator.evaluate(make_input_fn(eval_x, eval_y, 128, shuffle=False, repeat=False))
+  # Every checkpoint is evaluated (throttle_secs=0): model_dir/eval holds one
+  # point of accuracy and loss per checkpoint, TensorBoard's evaluation curves.
+  eval_input_fn = make_input_fn(eval_x, eval_y, 128, shuffle=False, repeat=False)
+  metrics, _ = est.train_and_evaluate(
+      estimator,
+      est.TrainSpec(make_input_fn(train_x, train_y, 64, shuffle=True, repeat=True),
+                    max_steps=args.max_steps),
+      est.EvalSpec(eval_input_fn, steps=None, start_delay_secs=0, throttle_secs=0))
+  trained_nothing = metrics is None
+  if trained_nothing:
+    # model_dir already held max_steps: train_and_evaluate trained and
+    # evaluated nothing (as tf.estimator's did). Evaluate what it holds.
+    metrics = estimator.evaluate(eval_input_fn)
   first = next(estimator.predict(make_input_fn(eval_x[:1], None, 1, shuffle=False, repeat=False)))
 
   # Export, reload the SavedModel as a server would, and predict from it.
@@ -155,7 +173,14 @@ def main():
       examples=tf.constant([to_example(x).SerializeToString() for x in eval_x[:5]]))
   requests = write_requests(os.path.join(model_dir, "requests"), eval_x[:1])
 
-  print(f"\nEvaluation on {len(eval_x)} held-out digits:")
+  if trained_nothing:
+    print(f"\nTrained nothing: {model_dir} already holds step {metrics['global_step']} "
+          f">= --max_steps {args.max_steps}; pass a new --model_dir or a larger --max_steps "
+          f"to train more.\nEvaluation of its latest checkpoint on {len(eval_x)} held-out "
+          "digits:")
+  else:
+    print(f"\nEvaluated every {eval_every_steps} steps on {len(eval_x)} held-out digits; "
+          "the last evaluation:")
   for key in sorted(metrics):
     print(f"  {key}: {metrics[key]}")
   print(f"First held-out digit: true {eval_y[0]}, predicted {first['class_ids']}")
@@ -163,7 +188,7 @@ def main():
   print(f"Exported SavedModel: {export_dir}")
   print(f"Reloaded it and predicted the first 5 held-out digits: "
         f"{served['class_ids'].numpy().tolist()} (true {eval_y[:5].tolist()})")
-  print("\nSee the training and evaluation curves (then open http://localhost:6006):")
+  print(f"\nSee the training and evaluation curves: run this, then open {_TENSORBOARD_URL}")
   print(f"  {tool('tensorboard')} --logdir {shlex.quote(model_dir)}")
   print("See the export's signatures, and run one on the first held-out digit:")
   print(f"  {tool('saved_model_cli')} show --dir {shlex.quote(export_dir)} --all")

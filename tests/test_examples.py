@@ -1,9 +1,9 @@
 """The README's main example, run as a user runs it: its own process, real data, real files.
 
-examples/digits.py trains on scikit-learn's bundled digits (offline),
-evaluates, exports and reloads a SavedModel, then prints the eval metrics,
-where the checkpoints and the export are, and the tensorboard and
-saved_model_cli commands for them.
+examples/digits.py trains on scikit-learn's bundled digits (offline) with
+train_and_evaluate, evaluating at every checkpoint, exports and reloads a
+SavedModel, then prints the eval metrics, where the checkpoints and the export
+are, and the tensorboard and saved_model_cli commands for them.
 """
 import os
 import re
@@ -17,7 +17,7 @@ DIGITS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 def test_digits_example_trains_evaluates_exports_and_prints_the_commands_for_what_it_wrote(
-    tmp_path, run_python):
+    tmp_path, run_python, read_scalars):
   model_dir = str(tmp_path / "digits_model")
   # Runs the file itself as __main__ (argv[0] included, as `python
   # examples/digits.py` would), in a fresh interpreter with run_python's timeout.
@@ -37,7 +37,8 @@ def test_digits_example_trains_evaluates_exports_and_prints_the_commands_for_wha
   # a model that learned nothing would be near 0.1).
   assert float(metrics["accuracy"]) > 0.85, out
   assert 0.0 < float(metrics["loss"]) < 0.5, out
-  assert re.search(r"^Evaluation on 360 held-out digits:$", out, re.M), out
+  assert re.search(r"^Evaluated every 20 steps on 360 held-out digits; the last evaluation:$",
+                   out, re.M), out
   assert re.search(r"^First held-out digit: true \d, predicted \d$", out, re.M), out
 
   where = re.search(r"^Checkpoints are in (.+) \(latest: (.+)\)$", out, re.M)
@@ -61,13 +62,20 @@ def test_digits_example_trains_evaluates_exports_and_prints_the_commands_for_wha
   assert predicted[0] == int(re.search(r"predicted (\d)$", out, re.M).group(1))
   assert sum(p == t for p, t in zip(predicted, true)) >= 4, out
 
-  # It ends with the exact commands: TensorBoard on model_dir (whose events
-  # have the loss curve), saved_model_cli on the export; both tools exist.
+  # It ends with the exact commands: TensorBoard on model_dir, opened on the
+  # loss (its time-series dashboard's tag filter, read from the URL's query),
+  # saved_model_cli on the export; both tools exist.
   venv_bin = os.path.dirname(sys.executable)
-  assert f"  {venv_bin}/tensorboard --logdir {model_dir}\n" in out, out
+  assert ("See the training and evaluation curves: run this, then open "
+          "http://localhost:6006/?tagFilter=loss#timeseries\n"
+          f"  {venv_bin}/tensorboard --logdir {model_dir}\n") in out, out
   assert os.access(os.path.join(venv_bin, "tensorboard"), os.X_OK)
-  assert any(v.tag == "loss" for path in tf.io.gfile.glob(f"{model_dir}/events.out.tfevents.*")
-             for event in tf.compat.v1.train.summary_iterator(path) for v in event.summary.value)
+  # TensorBoard draws curves: the training loss (every 100 steps, RunConfig's
+  # default), and the evaluation's accuracy and loss at every checkpoint.
+  assert read_scalars(model_dir)["loss"]
+  evaluated = read_scalars(os.path.join(model_dir, "eval"))
+  for tag in ("accuracy", "loss"):
+    assert [step for step, _ in evaluated[tag]] == [20, 40, 60, 80, 100], evaluated
   assert f"  {venv_bin}/saved_model_cli show --dir {export_dir} --all\n" in out, out
   assert (f"  {venv_bin}/saved_model_cli run --dir {export_dir} --tag_set serve "
           f"--signature_def predict --input_examples \"examples=$(cat "
@@ -78,3 +86,16 @@ def test_digits_example_trains_evaluates_exports_and_prints_the_commands_for_wha
   # The training log went to stderr, as tf.estimator's did.
   assert "Saving checkpoints for 100 into " + os.path.join(model_dir, "model.ckpt") in (
       completed.stderr), completed.stderr[-6000:]
+
+  # Run again on the finished model_dir: train_and_evaluate trains (and so
+  # evaluates) nothing, as tf.estimator's did; the example says so, and still
+  # shows the evaluation of the checkpoint it holds.
+  again = run_python(program, "--model_dir", model_dir, "--max_steps", 100, timeout=300)
+  assert again.returncode == 0, f"{again.stdout}\n{again.stderr[-6000:]}"
+  assert (f"\nTrained nothing: {model_dir} already holds step 100 >= --max_steps 100; pass a "
+          "new --model_dir or a larger --max_steps to train more.\nEvaluation of its latest "
+          "checkpoint on 360 held-out digits:\n") in again.stdout, again.stdout
+  reevaluated = dict(re.findall(r"^  (\w+): ([-+.e\d]+)$", again.stdout, re.M))
+  assert reevaluated["global_step"] == "100", again.stdout
+  assert abs(float(reevaluated["loss"]) - float(metrics["loss"])) < 1e-5, again.stdout
+  assert tf.train.latest_checkpoint(model_dir) == latest

@@ -3,7 +3,10 @@
 The launcher sees every line its tasks print; tf.estimator's INFO log lines
 (and estimator_lite's) say the global step ("loss = ..., step = N"), the
 speed ("global_step/sec: X"), the evaluations ("Saving dict for global step
-N: ..."), the model_dir and the exports. Reading them costs the tasks
+N: ..."), the model_dir and the exports; estimator_lite's "Trained N steps in
+this process." at the end of train() says the task's own steps, which the
+shared global step does not; "Skipping training since max_steps has already
+saved" says the model_dir was already finished. Reading them costs the tasks
 nothing: no extra fetch or file per step. A program that does not log at
 INFO shows its state and pid only.
 
@@ -42,10 +45,17 @@ class TaskStatus:
     pid: the task's process id.
     state: a word or two: starting, training, serving, evaluating, ...
     step: the latest global step it logged, or None.
+    own_steps: the steps the task trained itself, once its train() ended
+      (0 if it skipped training), or None.
+    own_steps_at_most: own_steps is an upper bound: the task ran loops of up
+      to RunConfig.steps_per_loop steps, and counted loops.
     steps_per_sec: its latest global_step/sec, or None.
     last_eval: "step N: key=value ..." of its latest evaluation, or None.
     model_dir: the model_dir it named, or None.
     exports: the export directories it wrote.
+    finished_model_dir: (global step, max_steps) when the task skipped
+      training because model_dir already held max_steps (either is None if
+      the line did not say it), else None.
   """
 
   def __init__(self, name: str, pid: int) -> None:
@@ -53,10 +63,13 @@ class TaskStatus:
     self.pid = pid
     self.state = "starting"
     self.step: Optional[int] = None
+    self.own_steps: Optional[int] = None
+    self.own_steps_at_most = False
     self.steps_per_sec: Optional[float] = None
     self.last_eval: Optional[str] = None
     self.model_dir: Optional[str] = None
     self.exports: List[str] = []
+    self.finished_model_dir: Optional[Tuple[Optional[int], Optional[int]]] = None
     self._now = 0.0
     self._rate_base: Optional[Tuple[int, float]] = None
 
@@ -122,6 +135,22 @@ def _on_export(task: TaskStatus, match: "re.Match[str]") -> None:
   task.exports.append(match.group(1))
 
 
+def _on_own_steps(task: TaskStatus, match: "re.Match[str]") -> None:
+  runs, steps_per_loop = match.group(1, 2)
+  task.own_steps = int(runs) * (int(steps_per_loop) if steps_per_loop else 1)
+  task.own_steps_at_most = steps_per_loop is not None
+
+
+def _on_skipped_training(task: TaskStatus, match: "re.Match[str]") -> None:
+  step, max_steps = match.group(1, 2)
+  task.finished_model_dir = (None if step is None else int(step),
+                             None if max_steps is None else int(max_steps))
+  if step is not None:
+    task.record_step(int(step))
+  task.own_steps = 0
+  task.state = "nothing left to train"
+
+
 _RULES: Sequence[_Rule] = (
     (re.compile(r"loss = [^,]+, step = (\d+)"), _on_loss_line),
     (re.compile(r"global_step/sec: ([-+.\deE]+)"), _on_speed),
@@ -134,8 +163,11 @@ _RULES: Sequence[_Rule] = (
     (re.compile(r"waiting for .* to join before the first step"), _state("waiting for workers")),
     (re.compile(r"joined the launched cluster; training starts"), _state("training")),
     (re.compile(r"ps task serving variables"), _state("serving")),
-    (re.compile(r"Skipping training since max_steps has already saved"),
-     _state("nothing left to train")),
+    # tf.estimator's text, with estimator_lite's "(global step N >= max_steps M)".
+    (re.compile(r"Skipping training since max_steps has already saved"
+                r"(?:.*global step (\d+) >= max_steps (\d+))?"), _on_skipped_training),
+    (re.compile(r"Trained (\d+) (?:steps|loops of up to (\d+) steps) in this process\."),
+     _on_own_steps),
     (re.compile(r"Loss for final step: "), _state("trained")),
     (re.compile(r"Exiting evaluation"), _state("done evaluating")),
 )
@@ -168,18 +200,33 @@ class ClusterStatus:
     evals = [t.last_eval for t in self.tasks.values() if t.last_eval]
     return evals[-1] if evals else None
 
+  def finished_model_dir(self) -> Optional[Tuple[Optional[int], Optional[int]]]:
+    """(global step, max_steps) if a task trained nothing because model_dir was finished."""
+    for task in self.tasks.values():
+      if task.finished_model_dir is not None:
+        return task.finished_model_dir
+    return None
+
   def table(self, exit_states: Dict[str, str]) -> List[str]:
     """The status table's lines; `exit_states` overrides the state of tasks that ended."""
-    rows = [("task", "pid", "state", "step", "steps/s", "last evaluation")]
+    rows = [("task", "pid", "state", "own steps", "global step", "steps/s", "last evaluation")]
     for task in self.tasks.values():
       rows.append((task.name, str(task.pid), exit_states.get(task.name, task.state),
+                   _own_steps_cell(task),
                    "-" if task.step is None else str(task.step),
                    "-" if task.steps_per_sec is None else f"{task.steps_per_sec:.1f}",
                    task.last_eval or "-"))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
     lines = []
     for row in rows:
       cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2]),
-               row[3].rjust(widths[3]), row[4].rjust(widths[4]), row[5]]
+               *(cell.rjust(width) for cell, width in zip(row[3:6], widths[3:6])), row[6]]
       lines.append("  ".join(cells).rstrip())
     return lines
+
+
+def _own_steps_cell(task: TaskStatus) -> str:
+  """The task's own steps, known once its train() ended ("-" before; "<=N" for loops)."""
+  if task.own_steps is None:
+    return "-"
+  return f"<={task.own_steps}" if task.own_steps_at_most else str(task.own_steps)

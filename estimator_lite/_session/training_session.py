@@ -222,7 +222,7 @@ def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
   creator = creators.training_session_creator(
       target, spec.scaffold, model_dir, config.session_creation_timeout_secs)
   loss = None
-  any_step_done = False
+  runs = 0
   fetches = [spec.train_op, spec.loss]  # built once: this loop is the per-step path
   # The watcher is entered before the session is created, so a SIGTERM
   # during session creation (a worker waiting for the chief) counts.
@@ -231,11 +231,12 @@ def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
         session_creator=creator, hooks=hooks, stop_grace_period_secs=grace) as session:
       while not session.should_stop():
         _, loss = session.run(fetches)
-        any_step_done = True
+        runs += 1
   finally:
     if stall is not None:
       stall.stop()   # also when training ends with an exception (no `end()` then)
-  if not any_step_done:
+  _log_own_steps(runs, config.steps_per_loop)
+  if not runs:
     _logging.warning("Training with estimator made no steps. Perhaps input is "
                      "empty or misspecified.")
   if watcher is not None and watcher.requested:
@@ -244,3 +245,17 @@ def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
     _logging.warning("%s Exiting with status %d.", preempted, preempted.code)
     raise preempted
   return loss
+
+
+def _log_own_steps(runs: int, steps_per_loop: int) -> None:
+  """Logs how many steps this process trained: its share, which the global step does not show.
+
+  In a cluster every trainer moves the one global step, so its value says
+  nothing of what one task did; the launcher's table reads this line
+  (_cluster/task_status.py). With steps_per_loop > 1 a run is a loop that may
+  end early (at max_steps), so the count is of loops.
+  """
+  if steps_per_loop == 1:
+    _logging.info("Trained %d steps in this process.", runs)
+  else:
+    _logging.info("Trained %d loops of up to %d steps in this process.", runs, steps_per_loop)

@@ -2,7 +2,9 @@
 
 The end-to-end test runs README's launcher command (examples/cluster_train.py,
 chief + 2 workers + ps + evaluator) with none of the example's hold flags: the
-launcher alone must make both workers train. The other tests feed the
+launcher alone must make both workers train, and each task's own steps show
+beside the global step. It then runs the launcher again on the finished
+model_dir, which must say that it trained nothing. The other tests feed the
 status reader and the noise filter lines captured from real runs of
 TensorFlow 2.21.
 """
@@ -11,6 +13,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 import test_roles as roles
@@ -74,6 +77,7 @@ def test_the_status_reader_follows_a_tasks_log():
                            "loss = 3.7764583127319895e-13, rmse = 6.145289717096603e-07"),
       ("evaluator:0", 9.5, "INFO:tensorflow:Exported SavedModel (infer) from checkpoint "
                            "/m/model.ckpt-500 to /m/export/linear/1795 in 0.11s."),
+      ("worker:0", 9.6, "INFO:tensorflow:Trained 212 steps in this process."),
   ]
   for name, now, line in feed:
     status.observe(name, line, now)
@@ -83,12 +87,37 @@ def test_the_status_reader_follows_a_tasks_log():
   assert (worker.state, worker.step, worker.steps_per_sec) == ("training", 750, 300.0)
   assert evaluator.last_eval == "step 500: loss=3.776e-13 rmse=6.145e-07"
   assert status.model_dir() == "/m" and status.exports() == ["/m/export/linear/1795"]
+  assert (worker.own_steps, chief.own_steps) == (212, None)
+  assert status.finished_model_dir() is None
   table = status.table({"chief:0": "exited 0"})
-  assert re.split(r"\s{2,}", table[0]) == ["task", "pid", "state", "step", "steps/s",
-                                           "last evaluation"]
-  assert re.split(r"\s{2,}", table[1]) == ["chief:0", "101", "exited 0", "100", "171.5", "-"]
-  assert re.split(r"\s{2,}", table[2]) == ["worker:0", "102", "training", "750", "300.0", "-"]
+  assert re.split(r"\s{2,}", table[0]) == ["task", "pid", "state", "own steps", "global step",
+                                           "steps/s", "last evaluation"]
+  assert re.split(r"\s{2,}", table[1]) == ["chief:0", "101", "exited 0", "-", "100", "171.5",
+                                           "-"]
+  assert re.split(r"\s{2,}", table[2]) == ["worker:0", "102", "training", "212", "750",
+                                           "300.0", "-"]
   assert table[3].endswith("step 500: loss=3.776e-13 rmse=6.145e-07")
+
+
+def test_the_status_reader_sees_loops_and_a_finished_model_dir():
+  status = task_status.ClusterStatus()
+  status.add("chief:0", 101)
+  status.add("worker:0", 102)
+  status.observe("worker:0", "INFO:tensorflow:Trained 7 loops of up to 100 steps in this "
+                             "process.", 1.0)
+  status.observe("chief:0", "INFO:tensorflow:Skipping training since max_steps has already "
+                            "saved (global step 1004 >= max_steps 1000).", 1.0)
+  chief, worker = status.tasks["chief:0"], status.tasks["worker:0"]
+  assert (chief.state, chief.own_steps, chief.step) == ("nothing left to train", 0, 1004)
+  assert status.finished_model_dir() == (1004, 1000)
+  rows = [re.split(r"\s{2,}", row) for row in status.table({})[1:]]
+  assert [row[3:5] for row in rows] == [["0", "1004"], ["<=700", "-"]]
+  # tf.estimator 2.15's own text, without estimator_lite's numbers.
+  bare = task_status.ClusterStatus()
+  bare.add("chief:0", 101)
+  bare.observe("chief:0", "INFO:tensorflow:Skipping training since max_steps has already "
+                          "saved.", 1.0)
+  assert bare.finished_model_dir() == (None, None)
 
 
 def test_the_launcher_module_and_its_help_do_not_import_tensorflow():
@@ -104,6 +133,7 @@ def test_the_launcher_module_and_its_help_do_not_import_tensorflow():
     assert flag in helped.stdout
 
 
+@pytest.mark.long  # tests/tiers.py
 def test_every_worker_trains_and_the_launcher_reports_status_and_summary(tmp_path):
   model_dir = str(tmp_path / "linear")
   # README's command, with no --hold_* flag of the example.
@@ -114,9 +144,10 @@ def test_every_worker_trains_and_the_launcher_reports_status_and_summary(tmp_pat
   assert status == 0, text[-6000:]
 
   # Both workers (and the chief) trained: each ran steps of its own.
+  local_steps = {}
   for task in ("chief:0", "worker:0", "worker:1"):
-    local_steps, _ = roles.local_steps_and_global_step(roles.lines_of(output, task))
-    assert local_steps > 0, (task, text[-6000:])
+    local_steps[task], _ = roles.local_steps_and_global_step(roles.lines_of(output, task))
+    assert local_steps[task] > 0, (task, text[-6000:])
   assert "Skipping training since max_steps" not in text
   assert "had not joined" not in text, text[-6000:]
 
@@ -127,19 +158,28 @@ def test_every_worker_trains_and_the_launcher_reports_status_and_summary(tmp_pat
   pids = dict(re.findall(r"^started (\S+) \(pid (\d+)\)$", "\n".join(launch_lines), re.M))
   first_table = launch_lines[headings[0] + 1:headings[0] + 7]
   assert re.split(r"\s{2,}", first_table[0].strip()) == [
-      "task", "pid", "state", "step", "steps/s", "last evaluation"]
+      "task", "pid", "state", "own steps", "global step", "steps/s", "last evaluation"]
   assert [re.split(r"\s+", row.strip())[:2] for row in first_table[1:]] == [
       [task, pids[task]] for task in ("chief:0", "worker:0", "worker:1", "ps:0", "evaluator:0")]
-  assert any(re.search(r"^\s+worker:1\s+\d+\s+training\s+\d+", line) for line in launch_lines)
+  assert any(re.search(r"^\s+worker:1\s+\d+\s+training\s+-\s+\d+", line)
+             for line in launch_lines)
 
   # The summary: exits, the final step, the model_dir, the export, the last evaluation.
   summary_at = max(i for i, line in enumerate(launch_lines) if line.startswith("summary after"))
   summary = launch_lines[summary_at:]
-  rows = {re.split(r"\s+", row.strip())[0]: row for row in summary[2:7]}
-  assert all("exited 0" in rows[t] for t in ("chief:0", "worker:0", "worker:1", "evaluator:0"))
-  assert "stopped" in rows["ps:0"]
+  rows = {re.split(r"\s+", row.strip())[0]: re.split(r"\s{2,}", row.strip())
+          for row in summary[2:7]}
   latest = tf.train.latest_checkpoint(model_dir)
   final_step = int(latest.rsplit("-", 1)[1])
+  # Each training task's own steps (what the example's hook counted too),
+  # beside its view of the global step; together they make up max_steps.
+  for task in ("chief:0", "worker:0", "worker:1"):
+    assert rows[task][2:4] == ["exited 0", str(local_steps[task])], rows[task]
+    assert rows[task][4].isdigit(), rows[task]
+  assert sum(local_steps.values()) >= 1000
+  assert rows["evaluator:0"][2] == "exited 0"
+  # The ps serves until the launcher stops it: that is its normal end.
+  assert rows["ps:0"][2:4] == ["done", "-"], rows["ps:0"]
   assert f"model_dir: {model_dir} (latest checkpoint: {latest}, step {final_step})" in summary
   (exports_line,) = [line for line in summary if line.startswith("exports: ")]
   (export_dir,) = exports_line[len("exports: "):].split(", ")
@@ -158,3 +198,24 @@ def test_every_worker_trains_and_the_launcher_reports_status_and_summary(tmp_pat
   assert any(re.match(r"left out \d+ lines of TensorFlow's C\+\+ start-up and shutdown logs "
                       r"\(--show-tf-logs shows them\)$", line) for line in summary)
   assert launch_lines[-1].startswith("chief:0 exited with 0; ")
+  assert "ps:0 done (stopped by the launcher once training was over)" in launch_lines[-1]
+  assert not any(line.startswith("trained nothing") for line in summary)
+
+  # Run again on the finished model_dir (chief, ps, evaluator: short): it
+  # trains nothing, and the launcher says so and why, and that the evaluator
+  # exported the final checkpoint again.
+  status, output = roles.run_launcher(
+      tmp_path, ["--ps", "1", "--workers", "0", "--evaluator", "--status-secs", "0"],
+      ["--model_dir", model_dir, "--max_steps", "1000"])
+  text = output.decode(errors="replace")
+  assert status == 0, text[-6000:]
+  launch_lines = roles.lines_of(output, "launch")
+  summary = launch_lines[max(i for i, line in enumerate(launch_lines)
+                             if line.startswith("summary after")):]
+  assert re.split(r"\s{2,}", summary[2].strip())[2:5] == ["exited 0", "0", str(final_step)]
+  assert (f"trained nothing: {model_dir} already holds step {final_step} >= max_steps 1000 "
+          "(\"Skipping training since max_steps has already saved\"); to train more, use a "
+          "new model_dir or a larger max_steps") in summary, summary
+  assert ("the evaluator evaluated that final checkpoint again and wrote another export of "
+          "it (tf.estimator's evaluator does the same)") in summary, summary
+  assert tf.train.latest_checkpoint(model_dir) == latest

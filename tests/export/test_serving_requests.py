@@ -1,4 +1,4 @@
-"""README's "Serve the export", checked on examples/digits.py's own export and request bodies.
+"""docs/serving.md's "Serve the export", checked on examples/digits.py's own export and request bodies.
 
 The example exports two signatures that take serialized tf.Examples and
 writes the JSON bodies TensorFlow Serving's REST API takes for them. No
@@ -6,7 +6,7 @@ TensorFlow Serving runs here, so each body is turned into the signature's
 input the way the model server does it (a classify body's JSON features into
 a tf.Example; a predict body's {"b64": ...} into the bytes), the signature
 runs on it in the reloaded SavedModel, and the answer is compared with
-Estimator.predict on the same digits. `saved_model_cli run` runs as README
+Estimator.predict on the same digits. `saved_model_cli run` runs as docs/serving.md
 shows it, on the example's examples.txt.
 """
 import base64

@@ -201,7 +201,7 @@ def test_launcher_runs_the_program_in_every_role(jobs):
   for task in ("chief:0", "worker:0", "evaluator:0"):
     assert f"{task} exited with 0" in summary, summary
     assert f"[{task}] task {task.split(':')[0]}:0 finished" in output, output[-6000:]
-  assert "ps:0 stopped" in summary, summary
+  assert "ps:0 done" in summary, summary
   chief = [l[len("[chief:0] "):] for l in output.splitlines() if l.startswith("[chief:0] RESULT ")]
   result = result_of("\n".join(chief))
   # The chief saw the cluster TF_CONFIG described and trained to max_steps
