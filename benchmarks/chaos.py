@@ -17,7 +17,7 @@ It reports each fault with how long the role it struck stalled and took to
 recover, the restores (and the steps each lost), what the checkpoint index
 did (a missing file, a step back), whether every evaluation was of a
 distinct checkpoint, and both runs' final eval loss. Needs root and iptables,
-as the tests do. RELIABILITY.md quotes its figures.
+as the tests do. docs/reliability.md quotes its figures.
 """
 import argparse
 import json

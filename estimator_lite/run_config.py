@@ -205,7 +205,7 @@ class RunConfig:
 
   The cluster role (task_type, task_id, is_chief, master, ...), `service` and
   possibly `model_dir` are read from the TF_CONFIG environment variable at
-  construction, as tf.estimator did; see README, "Run on a cluster".
+  construction, as tf.estimator did; see docs/distributed.md.
 
   Args:
     model_dir: directory for checkpoints, summaries and exports; None: TF_CONFIG's
@@ -219,7 +219,7 @@ class RunConfig:
     session_config: a `tf.compat.v1.ConfigProto`, or None. None in a TF_CONFIG
       cluster becomes tf.estimator's default with the task's device filters
       (and thread spinning off where TF_CONFIG puts another task on this
-      task's host: README, "Run on a cluster"); otherwise sessions use
+      task's host: docs/distributed.md); otherwise sessions use
       `get_default_session_config()`.
     keep_checkpoint_max: newest checkpoints to keep (None or 0: all).
     keep_checkpoint_every_n_hours: also keep one checkpoint every N hours.
@@ -227,8 +227,8 @@ class RunConfig:
     train_distribute: a `tf.distribute.Strategy` for training, or None:
       `MirroredStrategy` (this machine's devices), `MultiWorkerMirroredStrategy`
       (TF_CONFIG chief and workers, no ps), `OneDeviceStrategy` or
-      `CentralStorageStrategy`. input_fn's batch is per replica. See README,
-      "Distribution strategies".
+      `CentralStorageStrategy`. input_fn's batch is per replica. See
+      docs/strategies.md.
     device_fn: function of an Operation (one argument, named `op`) returning
       its device, overriding the default placement (e.g. `replica_device_setter`).
     protocol: server protocol: None or "grpc" (the default), or "grpc+verbs".
@@ -244,7 +244,7 @@ class RunConfig:
       per `Session.run` in an in-graph loop (TPUEstimator's
       iterations_per_loop). Hooks, logging, summaries and checkpoints then
       happen every K steps; input_fn must return a `tf.data.Dataset`. See
-      README, "steps_per_loop".
+      docs/performance.md, "steps_per_loop".
     pack_ps_transfers: keyword-only, estimator_lite's own: on a cluster,
       send the small tensors that a training step moves between two tasks
       (variable reads from a ps, gradients to it) as one message each way
@@ -255,7 +255,7 @@ class RunConfig:
       steps_per_loop > 1, each iteration's, and each iteration reads the
       variables from a copy on the trainer that the values sent back after
       the previous update refresh. Values are unchanged; False sends each
-      tensor alone, as tf.estimator did. See README, "Run on a cluster" and
+      tensor alone, as tf.estimator did. See docs/distributed.md and
       "steps_per_loop".
 
   Raises:

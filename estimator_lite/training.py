@@ -2,8 +2,8 @@
 
 train_and_evaluate reads the process's role from RunConfig (TF_CONFIG) and
 runs it: local training with evaluation, or the cluster's chief, worker, ps,
-master or evaluator task. See DESIGN.md, "Roles from TF_CONFIG", and README,
-"Run on a cluster".
+master or evaluator task. See DESIGN.md, "Roles from TF_CONFIG", and
+docs/distributed.md.
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class TrainSpec(validation.Replaceable, _TrainSpecFields):
   Args:
     input_fn: returns a `tf.data.Dataset` of (features, labels), or a
       (features, labels) tuple; may take mode, params, config and
-      `input_context` (see README, "Run on a cluster", for sharding).
+      `input_context` (see docs/distributed.md, for sharding).
     max_steps: positive int, the global step to train to; None trains forever
       (then the evaluator task never exits on its own).
     hooks: `SessionRunHook`s to run on every training task (chief included).

@@ -1,6 +1,6 @@
 """train_and_evaluate's roles: what each task of TF_CONFIG does (local, chief, worker, master, ps, evaluator).
 
-See DESIGN.md, "Roles from TF_CONFIG", and README, "Run on a cluster". Each
+See DESIGN.md, "Roles from TF_CONFIG", and docs/distributed.md. Each
 role works through the Estimator's public methods.
 """
 from __future__ import annotations

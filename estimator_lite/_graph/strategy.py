@@ -1,7 +1,7 @@
 """Training and evaluation graphs with RunConfig(train_distribute=..., eval_distribute=...).
 
 What tf.estimator did with a `tf.distribute.Strategy`, in graph mode on
-TensorFlow 2.21 (see README, "Distribution strategies"):
+TensorFlow 2.21 (see docs/strategies.md):
 
 * input_fn is called once per worker process, inside the strategy, with an
   `input_context` (number of input pipelines = workers, this pipeline's id,

@@ -5,7 +5,7 @@ the next batch and runs one training step per iteration, so one `Session.run`
 trains up to K steps (TPUEstimator's iterations_per_loop, on any device). The
 per-step cost of Python, `Session.run` and hooks is paid once per loop.
 
-What changes for the user (README, "steps_per_loop"):
+What changes for the user (docs/performance.md, "steps_per_loop"):
 * hooks, logging, summaries and checkpoints happen at loop boundaries: a hook's
   before_run/after_run is called once per K steps, and the `loss` it sees is
   the loss of the loop's last step;
