@@ -15,6 +15,10 @@ Everything here is generic so any test module can use it:
 * `ps_and_worker`: a ps and a worker server in this process, on free ports
   from the OS (one pair for the whole run: TensorFlow cannot stop an
   in-process server).
+* `reference_python`: the interpreter of tf.estimator 2.15's venv, built on
+  first use; a test that uses it is in tier `reference` (tests/tiers.py).
+
+The test tiers (`--tier`, `--every-tier`) are tests/tiers.py's.
 """
 import logging
 import os
@@ -32,7 +36,42 @@ import estimator_lite as est  # pylint: disable=g-bad-import-order
 from estimator_lite import launch  # pylint: disable=g-bad-import-order
 import tensorflow as tf  # pylint: disable=g-bad-import-order
 
+import tiers  # pylint: disable=g-bad-import-order
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "reference"))
+import ref_env  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def pytest_addoption(parser):
+  tiers.add_options(parser)
+
+
+def pytest_configure(config):
+  tiers.register_markers(config)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the markers it adds
+def pytest_collection_modifyitems(config, items):
+  tiers.skip_tiers_not_asked(config, items)
+
+
+def pytest_sessionfinish(session):
+  tiers.fail_on_skips(session)
+
+
+def pytest_terminal_summary(terminalreporter):
+  tiers.report_skips(terminalreporter)
+
+
+@pytest.fixture(scope="session")
+def reference_python():
+  """tf.estimator 2.15's interpreter (its venv is built when missing; fails, never skips)."""
+  try:
+    return ref_env.ensure_ref_python(log=print)
+  except ref_env.RefEnvError as e:
+    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
+                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
 
 # y = x . TRUE_W + TRUE_B, exactly: a model that learns gets loss near 0.
 TRUE_W = np.array([[2.0], [-3.0]], np.float32)

@@ -15,6 +15,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

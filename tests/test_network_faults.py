@@ -20,15 +20,15 @@ it saw once, the `checkpoint` index never named a missing file (watched
 while training ran) and never went back, and the final export loads and
 serves the final checkpoint's model. Each records how long the role it
 struck stalled and how long it took to recover after the heal (printed, and
-in RELIABILITY.md).
+in docs/reliability.md).
 
 A second cluster goes through a 3-minute chaos run (a random kill,
 partition or latency every 20 s) and must end within 10% of the loss of an
 undisturbed run of the same steps, having lost nothing that was saved.
 
 Needs root (iptables rules, group ids, a bind mount) and iptables; .ci/run
-installs it. Not root: the module is skipped; root without iptables: it
-fails, saying what to install. Every rule is removed, every process killed
+installs it. Tier `netfault`: skipped unless asked for (`--tier netfault`),
+and, when asked, skipped where root or iptables is missing, saying which. Every rule is removed, every process killed
 and the mount undone, even when a test fails.
 """
 import contextlib
@@ -53,11 +53,8 @@ from netfault import rules as rules_lib
 from netfault import storage
 from netfault.cluster import TRAINERS, LoopbackCluster
 
-if os.geteuid() != 0:
-  pytest.skip("network faults need root (iptables rules, group ids, a bind mount)",
-              allow_module_level=True)
-
-pytestmark = pytest.mark.timeout(1500)
+# Tier `netfault` (tests/tiers.py): runs with --tier netfault, as root with iptables.
+pytestmark = [pytest.mark.netfault, pytest.mark.timeout(1500)]
 MAX_STEPS = 6000
 SAVE_STEPS = 25
 PACE_SECS = 0.25           # a trainer's sleep after each step until released

@@ -18,7 +18,6 @@ PARITY_SCRIPT = os.path.join(REFERENCE_DIR, "parity.py")
 sys.path.insert(0, REFERENCE_DIR)
 
 import parity  # pylint: disable=g-import-not-at-top,wrong-import-position
-import ref_env  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 PARITY_TIMEOUT_S = 900
 
@@ -84,12 +83,7 @@ def test_compare_applies_the_tolerance_inside_lists_of_dicts():
   assert not ok
 
 
-def test_estimator_lite_matches_tf_estimator_215(tmp_path):
-  try:
-    ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
+def test_estimator_lite_matches_tf_estimator_215(tmp_path, reference_python):
 
   workdir = tmp_path / "work"
   report = tmp_path / "parity.json"

@@ -11,11 +11,15 @@ import os
 import re
 import sys
 
+import pytest
 import tensorflow as tf
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "cluster"))
 import test_roles as roles  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "canned_cluster_program.py")
 

@@ -120,18 +120,14 @@ def test_tf215_model_dir_gives_its_outputs_and_resumes(case, expected, tmp_path)
 
 
 @pytest.fixture(scope="module")
-def reverse_runs(tmp_path_factory):
+def reverse_runs(tmp_path_factory, reference_python):
   """estimator_lite trains every case; tf.estimator 2.15 then reads the model_dirs.
 
   Returns:
     (lite, ref): per case, what estimator_lite gives from its model_dir (and
     its own resumption of a copy), and what read_kmeans_model_dir.py printed.
   """
-  try:
-    python = ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
+  python = reference_python
   root = tmp_path_factory.mktemp("lite_kmeans")
   lite = {}
   request = {"resume_steps": fixture.RESUME_STEPS, "cases": {}}

@@ -135,12 +135,9 @@ def test_linear_estimator_weighs_examples_by_its_heads_weight_column(expected, t
   _assert_close(described["weights"], expected["classifier"]["weights"], "weights")
 
 
-def test_tf215_reads_and_resumes_estimator_lite_model_dirs(expected, trained_here):
-  try:
-    python = ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
+def test_tf215_reads_and_resumes_estimator_lite_model_dirs(expected, trained_here,
+                                                           reference_python):
+  python = reference_python
   request = {"resume_steps": RESUME_STEPS,
              "cases": {case: str(trained_here[case][0]) for case in REVERSE_CASES}}
   request_path = trained_here[fx.CASES[0]][0].parent / "request.json"

@@ -124,12 +124,8 @@ def test_tf215_model_dir_evaluates_predicts_serves_and_resumes(case, expected, t
   assert all(np.all(np.isfinite(reader.get_tensor(name))) for name in want["variables"])
 
 
-def test_tf215_reads_and_resumes_estimator_lite_model_dirs(expected, tmp_path):
-  try:
-    python = ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
+def test_tf215_reads_and_resumes_estimator_lite_model_dirs(expected, tmp_path, reference_python):
+  python = reference_python
   lite = {}
   request = {"resume_steps": RESUME_STEPS, "cases": {}}
   for case in REVERSE_CASES:

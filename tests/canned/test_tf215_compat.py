@@ -137,18 +137,14 @@ def test_estimator_lite_reads_and_resumes_tf215_model_dir(case, expected, tmp_pa
 
 
 @pytest.fixture(scope="module")
-def reverse_runs(tmp_path_factory):
+def reverse_runs(tmp_path_factory, reference_python):
   """estimator_lite trains every case; tf.estimator 2.15 then reads the dirs.
 
   Returns:
     (lite, ref): per case, estimator_lite's own evaluate/predict on its dir
     (or {"error"}) and what read_canned_model_dir.py printed for it.
   """
-  try:
-    python = ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
+  python = reference_python
   root = tmp_path_factory.mktemp("lite_dirs")
   lite = {}
   request = {"resume_steps": RESUME_STEPS, "cases": {}}

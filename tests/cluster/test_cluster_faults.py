@@ -55,7 +55,8 @@ GATE_LEAD = 10
 # The whole faulted scenario runs in the module fixture, inside the first
 # test's timeout: 2 to 4 minutes on a loaded 2-core machine; each wait in it is
 # bounded by WAIT_SECS.
-pytestmark = pytest.mark.timeout(1800)
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = [pytest.mark.long, pytest.mark.timeout(1800)]
 
 _PROGRAM = textwrap.dedent('''
     import os, sys, time

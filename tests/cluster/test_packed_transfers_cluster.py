@@ -8,9 +8,13 @@ import os
 import re
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import test_roles as roles
+
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
 
 
 def _train(tmp_path, *pack_flag):

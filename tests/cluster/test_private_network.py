@@ -27,6 +27,9 @@ import tensorflow as tf
 
 import test_roles as roles
 
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
+
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_network_program.py")
 _SERVERS_UP_TIMEOUT_SECS = 120
 _SIOCGIFADDR = 0x8915

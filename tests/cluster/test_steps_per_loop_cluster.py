@@ -14,10 +14,14 @@ import subprocess
 import sys
 import time
 
+import pytest
 import tensorflow as tf
 
 from estimator_lite import launch
 import test_roles as roles
+
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
 
 LOOPS = r"ran (\d+) loops of up to (\d+) steps; global step is (\d+)"
 

@@ -194,6 +194,7 @@ def _free_ports(count):
       sock.close()
 
 
+@pytest.mark.long  # tests/tiers.py
 def test_chief_workers_and_evaluator_all_stop_early(tmp_path):
   script = tmp_path / "train.py"
   script.write_text(_CLUSTER_PROGRAM)

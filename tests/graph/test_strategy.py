@@ -301,6 +301,7 @@ def test_tensorflow_multi_worker_tutorial_runs_unchanged_under_mirrored_strategy
   assert np.isfinite(metrics["loss"]) and metrics["loss"] > 0
 
 
+@pytest.mark.long  # tests/tiers.py
 def test_multi_worker_mirrored_strategy_trains_in_sync_with_an_evaluator(tmp_path):
   model_dir, out_dir = tmp_path / "model", tmp_path / "out"
   out_dir.mkdir()

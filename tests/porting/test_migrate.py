@@ -229,6 +229,7 @@ def _as_estimator_lite(expected):
       "tensorflow_estimator.python.estimator.", "estimator_lite."))
 
 
+@pytest.mark.long  # tests/tiers.py
 def test_migrated_corpus_and_notebook_run_on_plain_tensorflow(tmp_path, capsys):
   programs = sorted(p for p in os.listdir(CORPUS) if p.endswith(".py"))
   work = tmp_path / "programs"

@@ -16,7 +16,11 @@ import textwrap
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
+
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]
 _KILLS = 20

@@ -99,12 +99,9 @@ def test_estimator_lite_reads_and_resumes_tf215_model_dir(tmp_path, expected):
     _assert_close(expected["read"][key], record[key], key)
 
 
-def test_tf215_reads_and_resumes_estimator_lite_model_dir(lite_run, expected, tmp_path):
-  try:
-    python = ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
+def test_tf215_reads_and_resumes_estimator_lite_model_dir(lite_run, expected, tmp_path,
+                                                          reference_python):
+  python = reference_python
   model_dir, _ = lite_run
   copy = str(tmp_path / "from_lite")
   shutil.copytree(model_dir, copy, ignore=shutil.ignore_patterns("export"))

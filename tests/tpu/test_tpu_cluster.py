@@ -8,11 +8,15 @@ tests (tests/cluster/test_roles.py's helpers).
 import os
 import sys
 
+import pytest
 import tensorflow as tf
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "cluster"))
 import test_roles as roles  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# Tier `long` (tests/tiers.py): runs with --tier long.
+pytestmark = pytest.mark.long
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tpu_cluster_program.py")
 

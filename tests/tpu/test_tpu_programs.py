@@ -63,15 +63,6 @@ RATE_TAGS = ("global_step/sec", "examples/sec")
 COMMON_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0"}
 
 
-@pytest.fixture(scope="module")
-def ref_python():
-  try:
-    return ref_env.ensure_ref_python(log=print)
-  except ref_env.RefEnvError as e:
-    pytest.fail(f"cannot create the tf.estimator 2.15 reference venv at "
-                f"{ref_env.venv_dir()}:\n{e}", pytrace=False)
-
-
 class _Runner:
   """Runs a program on one side, in its own process, and keeps how long each run took."""
 
@@ -265,10 +256,10 @@ def _estimator_classes(comparison, results):
 
 # -- BERT ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def bert_runs(ref_python, tmp_path_factory):
+def bert_runs(reference_python, tmp_path_factory):
   """Pre-trains on both sides, then fine-tunes both sides from 2.15's checkpoint."""
   root = tmp_path_factory.mktemp("tpu_bert")
-  run = _Runner(ref_python, root)
+  run = _Runner(reference_python, root)
   pretraining = {}
   for side in SIDES:
     out = root / side / "pretraining"
@@ -373,7 +364,7 @@ def test_bert_fine_tuning_under_estimator_lite_matches_tf215(bert_runs):
 
 # -- MNIST (digits) ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def mnist_runs(ref_python, tmp_path_factory):
+def mnist_runs(reference_python, tmp_path_factory):
   """mnist_tpu.py on both sides, on the digits scikit-learn ships (saved here: the
   reference venv has no scikit-learn)."""
   from sklearn import datasets  # pylint: disable=g-import-not-at-top
@@ -381,7 +372,7 @@ def mnist_runs(ref_python, tmp_path_factory):
   digits = datasets.load_digits()
   data_file = root / "digits.npz"
   np.savez(data_file, images=digits.images, target=digits.target)
-  run = _Runner(ref_python, root)
+  run = _Runner(reference_python, root)
   runs = {}
   for side in SIDES:
     model_dir = root / side / "model"
