@@ -43,9 +43,10 @@ import json
 import os
 import time
 
-import tensorflow as tf
-
+# Imported before TensorFlow, so that TensorFlow's C++ start-up lines stay
+# out of the output (docs/logs.md).
 import estimator_lite as est
+import tensorflow as tf
 
 NUM_FEATURES = 4
 TRUE_WEIGHTS = [[1.0], [-2.0], [0.5], [3.0]]

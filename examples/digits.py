@@ -23,11 +23,12 @@ import shutil
 import sys
 import tempfile
 
+# Imported before TensorFlow, as the migration tool places it, so that
+# TensorFlow's C++ start-up lines stay out of the output (docs/logs.md).
+import estimator_lite as est  # was: tf.estimator
 import numpy as np
 import tensorflow as tf
 from sklearn import datasets
-
-import estimator_lite as est  # was: tf.estimator
 
 NUM_CLASSES = 10
 CLASS_NAMES = [str(digit) for digit in range(NUM_CLASSES)]

@@ -86,6 +86,11 @@ def test_digits_example_trains_evaluates_exports_and_prints_the_commands_for_wha
   # The training log went to stderr, as tf.estimator's did.
   assert "Saving checkpoints for 100 into " + os.path.join(model_dir, "model.ckpt") in (
       completed.stderr), completed.stderr[-6000:]
+  # Once each, and none of TensorFlow's C++ start-up lines or type inference
+  # warnings (docs/logs.md): the example imports estimator_lite first.
+  assert completed.stderr.count("Saving checkpoints for 100 into ") == 1, completed.stderr
+  cpp_lines = re.findall(r"^[IWEF]\d{4} .*$|^.*type_inference.*$", completed.stderr, re.M)
+  assert not cpp_lines, cpp_lines
 
   # Run again on the finished model_dir: train_and_evaluate trains (and so
   # evaluates) nothing, as tf.estimator's did; the example says so, and still
