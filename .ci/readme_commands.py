@@ -11,7 +11,7 @@ so when it runs:
 - a server that runs until Ctrl-C (`mkdocs serve`, `tensorboard`) runs as
   written in the background until it answers HTTP on its port, then is
   stopped;
-- the test commands (`... -m pytest ...`) run with `--collect-only -q` added:
+- the test commands (`... -m pytest ...`) run with `--collect-only -qq` added:
   the options and tiers are checked here, and .ci/run's pytest stages run the
   same command in full;
 - the commands in SMALLER run with the smaller arguments given there, which
@@ -104,7 +104,7 @@ def as_run(command: Command) -> Tuple[str, str]:
             f"[ -n \"$ok\" ] || {{ echo 'it did not answer on port {port}' >&2; false; }}")
     return bash, f"a server: run until it answers on port {port}, then stopped"
   if _PYTEST.search(text):
-    return (_PYTEST.sub(lambda m: m.group(1).rstrip() + " --collect-only -q ", text),
+    return (_PYTEST.sub(lambda m: m.group(1).rstrip() + " --collect-only -qq ", text),
             "tests: collected only (.ci/run's pytest stages run them)")
   return text, ""
 

@@ -48,9 +48,9 @@ class Tier:
 
 
 TIERS = (
-    Tier("long", "long multi-process runs, about 8 min"),
+    Tier("long", "long multi-process runs, about 6 min"),
     Tier("reference", "compares with tf.estimator 2.15; the first run builds its "
-         "1.3 GB venv in ~/.cache/estimator_lite, about 7 min"),
+         "1.3 GB venv in ~/.cache/estimator_lite (7 min); then about 3 min"),
     Tier("netfault", "network faults with iptables, about 10 min", _iptables_missing),
 )
 _BY_NAME = {tier.name: tier for tier in TIERS}
