@@ -5,7 +5,8 @@ The launcher sees every line its tasks print; tf.estimator's INFO log lines
 speed ("global_step/sec: X"), the evaluations ("Saving dict for global step
 N: ..."), the model_dir and the exports; estimator_lite's "Trained N steps in
 this process." at the end of train() says the task's own steps, which the
-shared global step does not; "Skipping training since max_steps has already
+shared global step does not (while it trains, its "loss = ..." lines, one
+every log_step_count_steps of its own runs, bound them from below); "Skipping training since max_steps has already
 saved" says the model_dir was already finished. Reading them costs the tasks
 nothing: no extra fetch or file per step. A program that does not log at
 INFO shows its state and pid only.
@@ -49,6 +50,10 @@ class TaskStatus:
       (0 if it skipped training), or None.
     own_steps_at_most: own_steps is an upper bound: the task ran loops of up
       to RunConfig.steps_per_loop steps, and counted loops.
+    own_steps_at_least: while it trains, a lower bound of its own steps, from
+      how many "loss = ..." lines it logged (one every
+      RunConfig.log_step_count_steps of its own Session.runs, the first after
+      its first), or None.
     steps_per_sec: its latest global_step/sec, or None.
     last_eval: "step N: key=value ..." of its latest evaluation, or None.
     model_dir: the model_dir it named, or None.
@@ -65,6 +70,7 @@ class TaskStatus:
     self.step: Optional[int] = None
     self.own_steps: Optional[int] = None
     self.own_steps_at_most = False
+    self.own_steps_at_least: Optional[int] = None
     self.steps_per_sec: Optional[float] = None
     self.last_eval: Optional[str] = None
     self.model_dir: Optional[str] = None
@@ -72,6 +78,11 @@ class TaskStatus:
     self.finished_model_dir: Optional[Tuple[Optional[int], Optional[int]]] = None
     self._now = 0.0
     self._rate_base: Optional[Tuple[int, float]] = None
+    # From its "Using config: RunConfig(...)" line: its loss log's cadence in
+    # Session.runs, and the steps a run trains.
+    self._runs_per_loss_line: Optional[int] = None
+    self._steps_per_run = 1
+    self._loss_lines = 0
 
   def observe(self, line: str, now: float) -> None:
     """Updates the status from one line the task printed, read at time `now` (seconds)."""
@@ -81,6 +92,18 @@ class TaskStatus:
       if match:
         update(self, match)
         return
+
+  def set_loss_log_cadence(self, runs_per_line: Optional[int], steps_per_run: int) -> None:
+    """Notes how often the task logs its loss (Session.runs), and the steps a run trains."""
+    self._runs_per_loss_line = runs_per_line
+    self._steps_per_run = steps_per_run
+
+  def count_loss_line(self) -> None:
+    """Counts one "loss = ..." line: the task ran at least that many of its own runs."""
+    self._loss_lines += 1
+    # With loops, a run trains up to steps_per_loop steps: no lower bound in steps.
+    if self._runs_per_loss_line and self._steps_per_run == 1:
+      self.own_steps_at_least = (self._loss_lines - 1) * self._runs_per_loss_line + 1
 
   def record_step(self, step: int, state: Optional[str] = None) -> None:
     """Notes a global step the task logged (steps only go up), and its new state.
@@ -110,6 +133,13 @@ def _state(state: str) -> Callable[[TaskStatus, "re.Match[str]"], None]:
 
 def _on_loss_line(task: TaskStatus, match: "re.Match[str]") -> None:
   task.record_step(int(match.group(1)), "training")
+  task.count_loss_line()
+
+
+def _on_config(task: TaskStatus, match: "re.Match[str]") -> None:
+  every, steps_per_loop = match.group(1, 2)
+  task.set_loss_log_cadence(None if every == "None" else int(every),
+                            int(steps_per_loop) if steps_per_loop else 1)
 
 
 def _on_speed(task: TaskStatus, match: "re.Match[str]") -> None:
@@ -153,6 +183,8 @@ def _on_skipped_training(task: TaskStatus, match: "re.Match[str]") -> None:
 
 _RULES: Sequence[_Rule] = (
     (re.compile(r"loss = [^,]+, step = (\d+)"), _on_loss_line),
+    (re.compile(r"Using config: RunConfig\(.*\blog_step_count_steps=(\d+|None)"
+                r"(?:.*\bsteps_per_loop=(\d+))?"), _on_config),
     (re.compile(r"global_step/sec: ([-+.\deE]+)"), _on_speed),
     (re.compile(r"Saving checkpoints for (\d+) into (.+)/model\.ckpt"), _on_checkpoint),
     (re.compile(r"Saving dict for global step (\d+): (.*)"), _on_eval_result),
@@ -226,7 +258,7 @@ class ClusterStatus:
 
 
 def _own_steps_cell(task: TaskStatus) -> str:
-  """The task's own steps, known once its train() ended ("-" before; "<=N" for loops)."""
+  """The task's own steps: exact once its train() ended ("<=N" for loops), ">=N" while it trains."""
   if task.own_steps is None:
-    return "-"
+    return "-" if task.own_steps_at_least is None else f">={task.own_steps_at_least}"
   return f"<={task.own_steps}" if task.own_steps_at_most else str(task.own_steps)

@@ -66,6 +66,9 @@ def test_the_status_reader_follows_a_tasks_log():
   status.add("evaluator:0", 103)
   feed = [
       ("chief:0", 0.0, "INFO:tensorflow:Saving checkpoints for 0 into /m/model.ckpt."),
+      ("worker:0", 0.0, "INFO:tensorflow:Using config: RunConfig(keep_checkpoint_max=5, "
+                        "log_step_count_steps=100, model_dir='/m', steps_per_loop=1, "
+                        "task_type='worker', task_id=0)"),
       ("worker:0", 0.0, "INFO:tensorflow:Waiting 5 secs before starting training."),
       ("evaluator:0", 0.0, "INFO:tensorflow:Evaluating new checkpoints in /m every 0 secs "
                            "(EvalSpec.throttle_secs)."),
@@ -77,10 +80,13 @@ def test_the_status_reader_follows_a_tasks_log():
                            "loss = 3.7764583127319895e-13, rmse = 6.145289717096603e-07"),
       ("evaluator:0", 9.5, "INFO:tensorflow:Exported SavedModel (infer) from checkpoint "
                            "/m/model.ckpt-500 to /m/export/linear/1795 in 0.11s."),
-      ("worker:0", 9.6, "INFO:tensorflow:Trained 212 steps in this process."),
   ]
   for name, now, line in feed:
     status.observe(name, line, now)
+  # While it trains: two loss lines, one every 100 of its runs, the first
+  # after its first run: at least 101 steps of its own.
+  assert re.split(r"\s{2,}", status.table({})[2])[3] == ">=101"
+  status.observe("worker:0", "INFO:tensorflow:Trained 212 steps in this process.", 9.6)
   chief, worker, evaluator = (status.tasks[n] for n in ("chief:0", "worker:0", "evaluator:0"))
   assert (chief.state, chief.step, chief.steps_per_sec) == ("training", 100, 171.52)
   # The worker logs no global_step/sec: its speed is its global step's progress.
@@ -161,8 +167,11 @@ def test_every_worker_trains_and_the_launcher_reports_status_and_summary(tmp_pat
       "task", "pid", "state", "own steps", "global step", "steps/s", "last evaluation"]
   assert [re.split(r"\s+", row.strip())[:2] for row in first_table[1:]] == [
       [task, pids[task]] for task in ("chief:0", "worker:0", "worker:1", "ps:0", "evaluator:0")]
-  assert any(re.search(r"^\s+worker:1\s+\d+\s+training\s+-\s+\d+", line)
-             for line in launch_lines)
+  # While a task trains, its own steps are bounded from below by its loss
+  # lines (one every 100 of its runs): never above what it trained in the end.
+  live = [int(m.group(1)) for line in launch_lines
+          for m in [re.search(r"^\s+worker:1\s+\d+\s+training\s+>=(\d+)\s+\d+", line)] if m]
+  assert live, "\n".join(launch_lines)
 
   # The summary: exits, the final step, the model_dir, the export, the last evaluation.
   summary_at = max(i for i, line in enumerate(launch_lines) if line.startswith("summary after"))
@@ -177,6 +186,7 @@ def test_every_worker_trains_and_the_launcher_reports_status_and_summary(tmp_pat
     assert rows[task][2:4] == ["exited 0", str(local_steps[task])], rows[task]
     assert rows[task][4].isdigit(), rows[task]
   assert sum(local_steps.values()) >= 1000
+  assert max(live) <= local_steps["worker:1"], (live, local_steps)
   assert rows["evaluator:0"][2] == "exited 0"
   # The ps serves until the launcher stops it: that is its normal end.
   assert rows["ps:0"][2:4] == ["done", "-"], rows["ps:0"]
