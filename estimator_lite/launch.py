@@ -25,9 +25,9 @@ program sets its own `session_config` (_cluster/shared_machine.py). Every
 steps, global step, steps/s, latest evaluation, read from their INFO logs),
 and at the end a summary: exit codes, final step, where the model and the
 exports are, and whether the run trained nothing because the model_dir was
-already finished. A task's own steps are the steps it trained itself (known
-when its train() ends), its global step the shared count every trainer
-moves; ps tasks, which serve until stopped, show `done` when the launcher
+already finished. A task's own steps are the steps it trained itself (a lower
+bound while it trains, exact when its train() ends), its global step the
+shared count every trainer moves; ps tasks, which serve until stopped, show `done` when the launcher
 ends them after training. TensorFlow's C++ start-up and shutdown chatter is
 left out of the tasks' output (`--show-tf-logs`, or
 `ESTIMATOR_LITE_SHOW_TF_LOGS=1` in the environment, keeps it).

@@ -17,20 +17,10 @@ with one line saying how to run it. `--every-tier` (CI) asks for all of them
 and fails the run if any test skipped, so that nothing goes untested there.
 """
 import dataclasses
-import os
-import shutil
 from typing import Callable, Optional
 
+from netfault import rules
 import pytest
-
-
-def _iptables_missing() -> Optional[str]:
-  """What the network fault tests lack here, or None."""
-  if os.geteuid() != 0:
-    return "needs root (iptables rules, group ids, a bind mount)"
-  if shutil.which("iptables") is None:
-    return "needs iptables (apt-get install iptables)"
-  return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +41,8 @@ TIERS = (
     Tier("long", "long multi-process runs, about 6 min"),
     Tier("reference", "compares with tf.estimator 2.15; the first run builds its "
          "1.3 GB venv in ~/.cache/estimator_lite (7 min); then about 3 min"),
-    Tier("netfault", "network faults with iptables, about 10 min", _iptables_missing),
+    Tier("netfault", "network faults with iptables, about 10 min",
+         lambda: rules.iptables_missing() or None),
 )
 _BY_NAME = {tier.name: tier for tier in TIERS}
 # Tests that use this fixture compare with tf.estimator 2.15: tier `reference`.
@@ -92,7 +83,7 @@ def skip_tiers_not_asked(config: pytest.Config, items: list) -> None:
     else:
       missing = tier.missing()
       if missing:
-        reasons[tier.name] = f"tier '{tier.name}' {missing}"
+        reasons[tier.name] = f"tier '{tier.name}' cannot run here: {missing}"
   for item in items:
     if REFERENCE_FIXTURE in item.fixturenames:
       item.add_marker("reference")

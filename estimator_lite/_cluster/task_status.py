@@ -70,7 +70,6 @@ class TaskStatus:
     self.step: Optional[int] = None
     self.own_steps: Optional[int] = None
     self.own_steps_at_most = False
-    self.own_steps_at_least: Optional[int] = None
     self.steps_per_sec: Optional[float] = None
     self.last_eval: Optional[str] = None
     self.model_dir: Optional[str] = None
@@ -101,9 +100,14 @@ class TaskStatus:
   def count_loss_line(self) -> None:
     """Counts one "loss = ..." line: the task ran at least that many of its own runs."""
     self._loss_lines += 1
+
+  @property
+  def own_steps_at_least(self) -> Optional[int]:
+    """While it trains, a lower bound of its own steps from its loss lines, or None."""
     # With loops, a run trains up to steps_per_loop steps: no lower bound in steps.
-    if self._runs_per_loss_line and self._steps_per_run == 1:
-      self.own_steps_at_least = (self._loss_lines - 1) * self._runs_per_loss_line + 1
+    if not (self._loss_lines and self._runs_per_loss_line and self._steps_per_run == 1):
+      return None
+    return (self._loss_lines - 1) * self._runs_per_loss_line + 1
 
   def record_step(self, step: int, state: Optional[str] = None) -> None:
     """Notes a global step the task logged (steps only go up), and its new state.

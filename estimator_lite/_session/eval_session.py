@@ -26,6 +26,7 @@ from estimator_lite._session import input_size
 from estimator_lite._session import targets
 from estimator_lite._util import cadence as cadence_lib
 from estimator_lite._util import events
+from estimator_lite._util import op_errors
 from estimator_lite._util import quiet
 from estimator_lite._util import validation
 
@@ -244,9 +245,4 @@ def _write_results(eval_dir: str, results: Dict[str, Any], checkpoint_path: Opti
         "evaluate() returns them; TensorBoard, BestExporter and early stopping, which read "
         "them from there, will not see this evaluation. Make that directory writable, or "
         "evaluate with a model_dir that is.", global_step, eval_dir, type(error).__name__,
-        _first_line(error))
-
-
-def _first_line(error: BaseException) -> str:
-  # TensorFlow's op errors can carry a long traceback of the op after the first line.
-  return str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        op_errors.summary(error))
