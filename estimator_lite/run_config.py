@@ -13,6 +13,7 @@ import tensorflow as tf
 from estimator_lite._cluster import session_config as _session_config
 from estimator_lite._cluster import strategy_checks as _strategy_checks
 from estimator_lite._cluster import tf_config as _tf_config
+from estimator_lite._graph import ps_placement as _ps_placement
 from estimator_lite._util import validation
 # pylint: disable=unused-import
 # tf.estimator's run_config module had get_default_session_config; with it,
@@ -38,7 +39,7 @@ _TF_REPLACEABLE = [
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def"]
 # estimator_lite's own constructor arguments are replaceable too.
-_REPLACEABLE = _TF_REPLACEABLE + ["steps_per_loop", "pack_ps_transfers"]
+_REPLACEABLE = _TF_REPLACEABLE + ["steps_per_loop", "pack_ps_transfers", "ps_placement"]
 _FROM_TF_CONFIG = ("cluster_spec", "task_type", "task_id", "master", "evaluation_master",
                    "num_ps_replicas", "num_worker_replicas", "is_chief",
                    "global_id_in_cluster", "service")
@@ -148,6 +149,10 @@ def _check_settings(values: Dict[str, Any]) -> None:
   if not isinstance(values["pack_ps_transfers"], bool):
     raise TypeError(f"RunConfig(pack_ps_transfers={values['pack_ps_transfers']!r}): "
                     "pack_ps_transfers must be True or False.")
+  if values["ps_placement"] not in _ps_placement.PLACEMENTS:
+    raise ValueError(f"RunConfig(ps_placement={values['ps_placement']!r}): ps_placement must "
+                     f"be {_ps_placement.BY_SIZE!r} (each variable to the ps task holding the "
+                     f"fewest bytes) or {_ps_placement.ROUND_ROBIN!r} (tf.estimator's).")
 
 
 def _model_dir(model_dir: Any, tf_config: _tf_config.TFConfig) -> Optional[str]:
@@ -257,11 +262,19 @@ class RunConfig:
       the previous update refresh. Values are unchanged; False sends each
       tensor alone, as tf.estimator did. See docs/distributed.md and
       "steps_per_loop".
+    ps_placement: keyword-only, estimator_lite's own: how a ps cluster's
+      variables are spread over the ps tasks (when device_fn is None).
+      "by_size": each variable, as it is created, to the ps task holding the
+      fewest bytes so far, so that one large embedding does not share its
+      task with the next largest variables; "round_robin": to the tasks in
+      turn, as tf.estimator's replica_device_setter did. Only devices differ:
+      names, checkpoints and results are the same, and a model_dir written
+      under either restores under the other. See docs/distributed.md.
 
   Raises:
-    ValueError: a value out of range, both checkpoint cadences given, a
-      model_dir other than TF_CONFIG's, a malformed TF_CONFIG (the message
-      quotes it), or a distribution strategy that cannot run in graph mode or
+    ValueError: a value out of range or an unknown ps_placement, both
+      checkpoint cadences given, a model_dir other than TF_CONFIG's, a
+      malformed TF_CONFIG (the message quotes it), or a distribution strategy that cannot run in graph mode or
       does not fit TF_CONFIG (the message says what to use instead). Each
       starts with tf.estimator's text where tf.estimator raised too.
     TypeError: a count or duration that is not a number, a model_dir that is
@@ -289,7 +302,8 @@ class RunConfig:
                checkpoint_save_graph_def: bool = True,
                *,
                steps_per_loop: int = 1,
-               pack_ps_transfers: bool = True) -> None:
+               pack_ps_transfers: bool = True,
+               ps_placement: str = "by_size") -> None:
     if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
       save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_CHECKPOINT_SECS
     elif save_checkpoints_secs is _USE_DEFAULT:
@@ -313,7 +327,7 @@ class RunConfig:
         experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
         session_creation_timeout_secs=session_creation_timeout_secs,
         checkpoint_save_graph_def=checkpoint_save_graph_def, steps_per_loop=steps_per_loop,
-        pack_ps_transfers=pack_ps_transfers)
+        pack_ps_transfers=pack_ps_transfers, ps_placement=ps_placement)
     _check_settings(values)
     self._service = tf_config.service()
     self._role = tf_config.role()
@@ -356,6 +370,7 @@ class RunConfig:
   checkpoint_save_graph_def = _Setting[bool]()
   steps_per_loop = _Setting[int]()
   pack_ps_transfers = _Setting[bool]()
+  ps_placement = _Setting[str]()
   # None when none was given outside a cluster; `effective_session_config()`
   # is what sessions then use.
   session_config = _Setting[Optional[tf.compat.v1.ConfigProto]]()
@@ -382,7 +397,8 @@ class RunConfig:
 
     Args:
       **kwargs: constructor arguments (tf.estimator's replaceable ones,
-        steps_per_loop and pack_ps_transfers) and their new values.
+        steps_per_loop, pack_ps_transfers and ps_placement) and their new
+        values.
 
     Returns:
       A new RunConfig of this RunConfig's class.
@@ -399,7 +415,7 @@ class RunConfig:
                f"{name} is not a RunConfig argument.")
         raise ValueError(f"Replacing {name} is not supported. Allowed properties are "
                          f"{_TF_REPLACEABLE}. {why} (estimator_lite also allows "
-                         "steps_per_loop and pack_ps_transfers.)")
+                         "steps_per_loop, pack_ps_transfers and ps_placement.)")
     values = self._constructor_values()
     values.update(kwargs)
     if "model_dir" in kwargs:

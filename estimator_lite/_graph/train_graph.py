@@ -17,6 +17,7 @@ from estimator_lite._graph import control_joins
 from estimator_lite._graph import global_step
 from estimator_lite._graph import input_fn as input_fn_lib
 from estimator_lite._graph import packed_transfers
+from estimator_lite._graph import ps_placement
 from estimator_lite._graph import train_loop
 from estimator_lite.estimator_spec import EstimatorSpec
 from estimator_lite.mode_keys import ModeKeys
@@ -44,14 +45,16 @@ class TrainGraph:
 
 
 def device_fn(config: Any) -> Optional[Callable[..., str]]:
-  """Where ops go: RunConfig.device_fn, else the ps tasks' replica_device_setter in a ps cluster."""
+  """Where ops go: RunConfig.device_fn, else the variables on the ps tasks of a ps cluster.
+
+  The variables are placed by RunConfig.ps_placement (ps_placement.py).
+  """
   if config.device_fn is not None:
     return config.device_fn
   if config.num_ps_replicas > 0:
-    worker = f"/job:{config.task_type}/task:{config.task_id}"
-    return tf.compat.v1.train.replica_device_setter(
-        ps_tasks=config.num_ps_replicas, worker_device=worker,
-        merge_devices=True, cluster=config.cluster_spec)
+    return ps_placement.replica_device_setter(
+        config.ps_placement, config.num_ps_replicas,
+        f"/job:{config.task_type}/task:{config.task_id}", config.cluster_spec)
   return None
 
 

@@ -61,11 +61,15 @@ def main():
   parser.add_argument("--max_steps", type=int, default=300)
   parser.add_argument("--batch_size", type=int, default=16)
   parser.add_argument("--v1", action="store_true")
+  parser.add_argument("--ps_placement", help="RunConfig(ps_placement); default: RunConfig's")
+  parser.add_argument("--tf_random_seed", type=int)
   args = parser.parse_args()
   tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
 
+  placement = {"ps_placement": args.ps_placement} if args.ps_placement else {}
   config = est.RunConfig(model_dir=args.model_dir, save_checkpoints_steps=100,
-                         experimental_max_worker_delay_secs=1)
+                         experimental_max_worker_delay_secs=1,
+                         tf_random_seed=args.tf_random_seed, **placement)
   linear_columns, dnn_columns = _columns()
   if args.v1:
     estimator = est.compat.v1.DNNLinearCombinedClassifier(
