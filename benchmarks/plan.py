@@ -54,20 +54,16 @@ def target_of(model, a, b):
 
 # Per mode: fresh-process runs per (system, model), their training steps
 # (multiples of 100); the pairs' steps and rounds (the linear model's swing
-# most: more rounds); evaluator checkpoints; cluster runs, seconds per worker
-# count, workers; the gRPC floor's steps; step_costs' steps.
+# most: more rounds); evaluator checkpoints; step_costs' steps.
 PROFILES = {
     "full": dict(runs=5, steps={"linear": 4000, "mlp": 600, "wide_deep": 600},
                  pair_steps={"linear": 10000, "mlp": 1000, "wide_deep": 1000},
                  pair_rounds={"linear": 11, "mlp": 5, "wide_deep": 5},
-                 eval_ckpts=5, dist_runs=3, dist_secs=6.0, dist_workers=2, floor_steps=2000,
-                 cost_steps=1000, models=MODELS),
+                 eval_ckpts=5, cost_steps=1000, models=MODELS),
     "quick": dict(runs=1, steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
                   pair_steps={"linear": 2000, "mlp": 300, "wide_deep": 300},
                   pair_rounds={"linear": 1, "mlp": 1, "wide_deep": 1},
-                  eval_ckpts=3, dist_runs=1, dist_secs=4.0, dist_workers=2, floor_steps=1000,
-                  cost_steps=500, models=MODELS),
+                  eval_ckpts=3, cost_steps=500, models=MODELS),
     "smoke": dict(runs=1, steps={"linear": 300}, pair_steps={"linear": 300},
-                  pair_rounds={"linear": 1}, eval_ckpts=0, dist_runs=0, dist_secs=0,
-                  dist_workers=0, floor_steps=0, cost_steps=0, models=("linear",)),
+                  pair_rounds={"linear": 1}, eval_ckpts=0, cost_steps=0, models=("linear",)),
 }

@@ -5,15 +5,25 @@
     python benchmarks/ps_cluster.py --clusters async1,sync2 --systems estimator_lite,tf_estimator
     python benchmarks/ps_cluster.py --report-from benchmarks/ps_cluster.json
     python benchmarks/ps_cluster.py --report-from a.json,b.json  # two runs' rounds together
+    python benchmarks/ps_cluster.py --trainers 1,2,4,8 --ps 2 --model wide_deep  # worker scaling
+    python benchmarks/ps_cluster.py --trainers 1,2 --ps 4 \
+        --systems estimator_lite,estimator_lite_round_robin,bare_tf221  # ps placement
+    python benchmarks/ps_cluster.py --trainers 2 --ps 2 --ps-cores 0.2 --model mlp \
+        --systems estimator_lite,estimator_lite_round_robin  # the ps as the bottleneck (root)
 
-Each measurement is a fresh cluster on this machine: one ps (or two), a chief
-and N workers, every task its own process on free localhost ports, talking gRPC.
+This script is where benchmarks/ measures parameter-server clusters (run.py
+no longer does). Each measurement is a fresh cluster on this machine: one or
+more ps, a chief and N workers, every task its own process on free localhost
+ports, talking gRPC, started and stopped by benchmarks/cluster.py.
 The systems train the same graph (benchmarks/models.py, linear model unless
 --model says otherwise) and differ only in what runs it:
 
   tf_estimator         tf.estimator 2.15's train_and_evaluate (reference venv, TF 2.15)
   estimator_lite       estimator_lite's train_and_evaluate, the defaults a user gets (here,
                        where every task is on localhost: thread spinning off)
+  estimator_lite_round_robin
+                       estimator_lite with RunConfig(ps_placement="round_robin"):
+                       tf.estimator's placement of variables on the ps tasks
   estimator_lite_unpacked
                        estimator_lite with RunConfig(pack_ps_transfers=False): each
                        tensor of a step its own message, as before packing
@@ -25,7 +35,8 @@ The systems train the same graph (benchmarks/models.py, linear model unless
   bare_tf215           TF 2.15's floor: Session.run(train_op) in a Python loop, no
                        Estimator and no hooks (synchronous clusters: MonitoredTrainingSession
                        with only the SyncReplicasOptimizer's hook, which that training needs)
-  bare_tf221           the same loop on TF 2.21 (this venv)
+  bare_tf221           the same loop on TF 2.21 (this venv); both bare floors place the
+                       variables as tf.estimator does (replica_device_setter's round robin)
   in_graph_tf221       TF 2.21's floor for steps_per_loop=100: a tf.while_loop of 100
                        steps a Session.run, the variables on the ps
 
@@ -41,17 +52,26 @@ it, async2_ps2: async2 with two ps tasks, the variables spread over them
 (replica_device_setter's round robin). A figure "by process" for the ps is the
 mean of the ps tasks there, as it is for the workers.
 
+Worker scaling: --trainers 1,2,4,8 --ps 2 names the async clusters t1_ps2 ...
+t8_ps2 (a chief and trainers-1 workers on 2 ps; --clusters takes these names
+too), by default for estimator_lite and bare_tf221. Their table gives, per
+cluster and system: global steps/s; CPU per global step of all tasks, of each
+ps task, of the chief and of a worker (their mean); the machine's CPU bound
+(os.cpu_count() cores / CPU seconds a global step: the rate if every core
+worked at this cost) and the cores the cluster used in the window, also as a
+fraction of the machine's.
+
 A measurement: the chief and the workers record when each Session.run returns;
 the chief also records the global step, every 100 runs (every run with
-steps_per_loop > 1). Once every trainer has made its first 20 runs, and 2 s
-more, a window of --secs seconds starts; global steps/s is the chief's global
-step over that window. CPU seconds of all the cluster's processes over the
-window, per global step (and each process's own), and each process's peak RSS
-(VmHWM, read just before it is stopped) are recorded too. Rounds interleave
-the systems, each round in another order; a figure is the median over rounds
-[min-max]. A target's ratio is that of the two medians; beside it, the ratio
-within each round (the two systems ran minutes apart), whose spread shows how
-far the machine's drift moves it.
+steps_per_loop > 1) and at least once a second. Once every trainer has made
+its first 20 runs, and 2 s more, a window of --secs seconds starts; global
+steps/s is the chief's global step over that window. CPU seconds of all the
+cluster's processes over the window, per global step (and each process's
+own), and each process's peak RSS (VmHWM, read just before it is stopped) are
+recorded too. Rounds interleave the systems, each round in another order; a
+figure is the median over rounds [min-max]. A target's ratio is that of the
+two medians; beside it, the ratio within each round (the two systems ran
+minutes apart), whose spread shows how far the machine's drift moves it.
 
 Output: a JSON file (--out, default benchmarks/ps_cluster.json) and markdown
 tables on stdout (and --report, a file to write them to).
@@ -60,47 +80,52 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import platform
 import re
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-NEW_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
+sys.path.insert(0, HERE)
+
+import cluster as harness  # pylint: disable=g-import-not-at-top,wrong-import-position
+import cpu_quota  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # key: (label, runs on the reference venv, what the task runs, steps a Session.run,
 #       thread spinning left on though the tasks share the machine,
-#       RunConfig(pack_ps_transfers=False))
+#       the Estimator's RunConfig keywords besides the defaults)
 SYSTEMS: Dict[str, tuple] = {
-    "tf_estimator": ("tf.estimator 2.15", True, "estimator", 1, False, False),
-    "estimator_lite": ("estimator_lite", False, "estimator", 1, False, False),
+    "tf_estimator": ("tf.estimator 2.15", True, "estimator", 1, False, {}),
+    "estimator_lite": ("estimator_lite", False, "estimator", 1, False, {}),
+    "estimator_lite_round_robin": ("estimator_lite ps_placement=round_robin", False, "estimator",
+                                   1, False, {"ps_placement": "round_robin"}),
     "estimator_lite_unpacked": ("estimator_lite pack_ps_transfers=False", False, "estimator", 1,
-                                False, True),
+                                False, {"pack_ps_transfers": False}),
     "estimator_lite_k100": ("estimator_lite steps_per_loop=100", False, "estimator", 100, False,
-                            False),
+                            {"steps_per_loop": 100}),
     "estimator_lite_spinning": ("estimator_lite, thread spinning on", False, "estimator", 1, True,
-                              False),
-    "bare_tf215": ("bare Session.run, TF 2.15", True, "bare", 1, False, False),
-    "bare_tf221": ("bare Session.run, TF 2.21", False, "bare", 1, False, False),
-    "in_graph_tf221": ("in-graph loop of 100, TF 2.21", False, "bare", 100, False, False),
+                                {}),
+    "bare_tf215": ("bare Session.run, TF 2.15", True, "bare", 1, False, {}),
+    "bare_tf221": ("bare Session.run, TF 2.21", False, "bare", 1, False, {}),
+    "in_graph_tf221": ("in-graph loop of 100, TF 2.21", False, "bare", 100, False, {}),
 }
-# name: (workers besides the chief, synchronous, ps tasks)
+# name: (workers besides the chief, synchronous, ps tasks). --trainers/--ps name
+# more: "t4_ps2" is async training by a chief and 3 workers, on 2 ps.
 CLUSTERS: Dict[str, tuple] = {
     "async1": (1, False, 1), "async2": (2, False, 1), "async4": (4, False, 1),
     "sync2": (2, True, 1), "async2_ps2": (2, False, 2),
 }
+_SCALING_CLUSTER = re.compile(r"^t(\d+)_ps(\d+)$")
 # Issue 19's clusters, which a run measures unless --clusters says otherwise.
 DEFAULT_CLUSTERS = ("async1", "async2", "async4", "sync2")
+# What --trainers compares unless --systems says otherwise: estimator_lite and its TF's floor.
+SCALING_SYSTEMS = ("estimator_lite", "bare_tf221")
+SHORT_SECS = 6.0  # the window of --quick and --trainers runs
 # Synchronous training runs one step a Session.run (SyncReplicasOptimizer's token queue).
 ASYNC_ONLY = {"estimator_lite_k100", "in_graph_tf221"}
 # The targets of issue 19: (cluster kind, A, B, bound) with A / B >= bound on steps/s.
@@ -112,19 +137,32 @@ TARGETS = (
 RSS_BOUND = 1.1  # estimator_lite's peak RSS a role, against tf.estimator's and TF 2.21's floor's
 READY_RUNS = 20
 SETTLE_SECS = 2.0
+STEP_READ_SECS = 1.0
 START_TIMEOUT_SECS = 240
 STOP_TIMEOUT_SECS = 60
-# absl's C++ log lines (I0000 00:00:..., W0000, E0000) and its preamble.
-_CPP_LOG_LINE = re.compile(r"^([IWEF]\d{4} |WARNING: All log messages before absl)")
+
+
+def cluster_shape(name: str) -> Tuple[int, bool, int]:
+  """(workers besides the chief, synchronous, ps tasks) of a cluster name.
+
+  Raises:
+    KeyError: neither a name of CLUSTERS nor "t<trainers>_ps<ps>" (trainers, ps >= 1).
+  """
+  if name in CLUSTERS:
+    return CLUSTERS[name]
+  match = _SCALING_CLUSTER.match(name)
+  if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
+    raise KeyError(name)
+  return int(match.group(1)) - 1, False, int(match.group(2))
 
 
 # ---------------------------------------------------------------------------
 # One task of a cluster (a fresh process, under either TensorFlow).
 
 def _task(spec: Dict[str, Any]) -> None:
-  os.environ["TF_CONFIG"] = json.dumps(
-      {"cluster": spec["cluster"], "task": {"type": spec["role"], "index": spec["index"]}})
-  sys.path.insert(0, HERE)
+  task = json.loads(os.environ["TF_CONFIG"])  # the harness sets it
+  spec = dict(spec, cluster=task["cluster"], role=task["task"]["type"],
+              index=task["task"]["index"])
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import models  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel("ERROR")
@@ -150,7 +188,9 @@ class _Recorder:
   """
 
   def __init__(self, tf: Any, spec: Dict[str, Any]) -> None:
-    self.spec, self.runs, self.steps = spec, [], []
+    self.spec = spec
+    self.runs: List[float] = []
+    self.steps: List[Tuple[float, int]] = []
     self._step_reads = 1 if spec["steps_per_run"] > 1 else 100
     self._stopping = False
     self._writing = threading.Lock()
@@ -174,7 +214,12 @@ class _Recorder:
       os.replace(self.spec["out"] + ".tmp", self.spec["out"])
 
   def reads_step(self) -> bool:
-    return self.spec["role"] == "chief" and len(self.runs) % self._step_reads == 0
+    """Whether the next run fetches the global step: the chief's, every so many runs, and
+    at least every STEP_READ_SECS (a slow cluster still has reads in a short window)."""
+    if self.spec["role"] != "chief":
+      return False
+    return (len(self.runs) % self._step_reads == 0
+            or (bool(self.steps) and time.time() - self.steps[-1][0] >= STEP_READ_SECS))
 
   def ran(self, global_step: Optional[int]) -> bool:
     """Records a run; True once the harness asks the trainers to stop."""
@@ -212,11 +257,8 @@ def _estimator_task(tf: Any, spec: Dict[str, Any], models: Any, model: Any, sync
     api = tf.estimator
   else:
     import estimator_lite as api  # pylint: disable=g-import-not-at-top
-  extra = {"steps_per_loop": spec["steps_per_run"]} if spec["steps_per_run"] > 1 else {}
-  if spec["unpacked"]:
-    extra["pack_ps_transfers"] = False
   config = api.RunConfig(model_dir=spec["model_dir"], experimental_max_worker_delay_secs=0,
-                         **extra)
+                         **spec["run_config"])
   if spec["spinning"]:  # the role's own config (device filters), spinning on
     session_config = tf.compat.v1.ConfigProto()
     if config.session_config is not None:
@@ -251,6 +293,7 @@ def _bare_task(tf: Any, spec: Dict[str, Any], models: Any, model: Any, sync_repl
     hooks.append(optimizer.make_session_run_hook(role == "chief"))
     return optimizer
 
+  # tf.estimator's placement: replica_device_setter's round robin over the ps tasks.
   device_fn = v1.train.replica_device_setter(
       ps_tasks=cluster.num_tasks("ps"), worker_device=f"/job:{role}/task:{index}",
       merge_devices=True, cluster=cluster)
@@ -290,117 +333,68 @@ def _bare_task(tf: Any, spec: Dict[str, Any], models: Any, model: Any, sync_repl
 # ---------------------------------------------------------------------------
 # The harness: clusters, windows, figures.
 
-def log(message: str) -> None:
-  print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = harness.log
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(("localhost", 0))
-    return s.getsockname()[1]
+class _Run:
+  """One fresh cluster of one system, on cluster.Cluster: its tasks and its trainers' records.
 
+  Leaving it asks the trainers to stop (a stop file their recorders watch),
+  waits a bounded time for each trainer's record, then stops every task.
+  """
 
-def _ref_env_module() -> Any:
-  spec = importlib.util.spec_from_file_location(
-      "ref_env", os.path.join(REPO, "tests", "reference", "ref_env.py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def _cpu_secs(pid: int) -> Optional[float]:
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      fields = f.read().rsplit(")", 1)[1].split()
-  except OSError:
-    return None
-  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _peak_rss_mb(pid: int) -> Optional[float]:
-  try:
-    with open(f"/proc/{pid}/status") as f:
-      for line in f:
-        if line.startswith("VmHWM:"):
-          return int(line.split()[1]) / 1024
-  except OSError:
-    return None
-  return None
-
-
-class _Cluster:
-  """One fresh cluster of one system; its processes are stopped on exit, whatever happens."""
-
-  def __init__(self, system: str, cluster: str, args: argparse.Namespace, pythons: Dict[bool, str],
-               env: Dict[bool, Dict[str, str]]) -> None:
-    _, reference, kind, steps_per_run, spinning, unpacked = SYSTEMS[system]
-    workers, self.sync, ps_tasks = CLUSTERS[cluster]
-    self.dir = tempfile.mkdtemp(prefix=f"ps_cluster_{system}_{cluster}_")
-    self.spec = {job: [f"localhost:{_free_port()}" for _ in range(n)]
-                 for job, n in (("ps", ps_tasks), ("chief", 1), ("worker", workers)) if n}
-    self.common = dict(cluster=self.spec, kind=kind, reference=reference, model=args.model,
-                       steps_per_run=steps_per_run, spinning=spinning, unpacked=unpacked,
-                       sync=self.sync,
-                       model_dir=os.path.join(self.dir, "model"),
+  def __init__(self, system: str, cluster: str, args: argparse.Namespace,
+               pythons: Dict[bool, Tuple[str, Dict[str, str]]]) -> None:
+    _, reference, kind, steps_per_run, spinning, run_config = SYSTEMS[system]
+    workers, self.sync, ps_tasks = cluster_shape(cluster)
+    self.cluster = harness.Cluster({"ps": ps_tasks, "chief": 1, "worker": workers},
+                                   prefix=f"ps_cluster_{system}_{cluster}_")
+    self.dir = self.cluster.dir
+    self.common = dict(kind=kind, reference=reference, model=args.model,
+                       steps_per_run=steps_per_run, spinning=spinning, run_config=run_config,
+                       sync=self.sync, model_dir=os.path.join(self.dir, "model"),
                        stop=os.path.join(self.dir, "stop"))
-    self.python, self.env = pythons[reference], env[reference]
-    self.procs: Dict[str, subprocess.Popen] = {}
+    self.python, self.env = pythons[reference]
 
-  def __enter__(self) -> "_Cluster":
+  def __enter__(self) -> "_Run":
     return self
 
   def __exit__(self, *exc: Any) -> None:
-    """Asks the trainers to stop; once each wrote its record (or ended), stops every task."""
-    open(self.common["stop"], "w").close()
-    deadline = time.time() + STOP_TIMEOUT_SECS
-    for name, process in self.procs.items():
-      while (not name.startswith("ps") and process.poll() is None
-             and not os.path.exists(self._paths(name)["out"]) and time.time() < deadline):
-        time.sleep(0.1)
-    for process in self.procs.values():
-      if process.poll() is None:
-        process.kill()
-      process.wait()
+    try:
+      open(self.common["stop"], "w").close()
+      deadline = time.time() + STOP_TIMEOUT_SECS
+      for name, process in self.cluster.procs.items():
+        while (not name.startswith("ps") and process.poll() is None
+               and not os.path.exists(self._paths(name)["out"]) and time.time() < deadline):
+          time.sleep(0.1)
+    finally:
+      self.cluster.stop()
 
   def _paths(self, name: str) -> Dict[str, str]:
     return {"ready": os.path.join(self.dir, name + ".ready"),
             "out": os.path.join(self.dir, name + ".json")}
 
   def start(self, role: str, index: int) -> None:
-    name = f"{role}{index}"
-    spec = dict(self.common, role=role, index=index, **self._paths(name))
-    with open(os.path.join(self.dir, name + ".log"), "w") as out:
-      self.procs[name] = subprocess.Popen(
-          [self.python, os.path.abspath(__file__), "task", json.dumps(spec)],
-          env=self.env, stdout=out, stderr=subprocess.STDOUT)
+    spec = dict(self.common, **self._paths(f"{role}{index}"))
+    self.cluster.start(role, index, [self.python, os.path.abspath(__file__), "task",
+                                     json.dumps(spec)], self.env)
 
   def wait_ready(self, names: List[str]) -> None:
-    deadline = time.time() + START_TIMEOUT_SECS
-    while not all(os.path.exists(self._paths(n)["ready"]) for n in names):
-      ended = [n for n, p in self.procs.items() if p.poll() is not None]
-      if ended or time.time() > deadline:
-        why = f"{ended} ended" if ended else f"not all of {names} ran {READY_RUNS} steps"
-        raise RuntimeError(f"{why} within {START_TIMEOUT_SECS} s; logs in {self.dir}: "
-                           + self.tail(ended[0] if ended else names[-1]))
-      time.sleep(0.1)
-
-  def tail(self, name: str) -> str:
-    """The last lines of a task's log, without TensorFlow's C++ start-up lines."""
-    with open(os.path.join(self.dir, name + ".log")) as f:
-      lines = [line for line in f if not _CPP_LOG_LINE.match(line)]
-    return "".join(lines[-15:])
+    self.cluster.wait_for(
+        lambda: all(os.path.exists(self._paths(n)["ready"]) for n in names),
+        timeout=START_TIMEOUT_SECS, what=f"{READY_RUNS} runs of each of {names}")
 
   def results(self, name: str) -> Dict[str, Any]:
     with open(self._paths(name)["out"]) as f:
       return json.load(f)
 
 
-def measure(system: str, cluster: str, args: argparse.Namespace, pythons: Dict[bool, str],
-            env: Dict[bool, Dict[str, str]]) -> Dict[str, Any]:
+def measure(system: str, cluster: str, args: argparse.Namespace,
+            pythons: Dict[bool, Tuple[str, Dict[str, str]]]) -> Dict[str, Any]:
   """One fresh cluster of `system`: global steps/s over the window, CPU per step, peak RSS."""
-  workers, sync, ps_tasks = CLUSTERS[cluster]
+  workers, sync, ps_tasks = cluster_shape(cluster)
   trainer_names = ["chief0"] + [f"worker{i}" for i in range(workers)]
-  with _Cluster(system, cluster, args, pythons, env) as c:
+  with _Run(system, cluster, args, pythons) as c:
     for i in range(ps_tasks):
       c.start("ps", i)
     c.start("chief", 0)
@@ -409,12 +403,23 @@ def measure(system: str, cluster: str, args: argparse.Namespace, pythons: Dict[b
     for i in range(workers):
       c.start("worker", i)
     c.wait_ready(trainer_names)
-    time.sleep(SETTLE_SECS)
-    pids = {name: p.pid for name, p in c.procs.items()}
-    cpu_start, start = {n: _cpu_secs(pid) for n, pid in pids.items()}, time.time()
-    time.sleep(args.secs)
-    cpu_end, end = {n: _cpu_secs(pid) for n, pid in pids.items()}, time.time()
-    rss = {n: _peak_rss_mb(pid) for n, pid in pids.items()}
+    # Held once the trainers step (a quarter core would stretch TensorFlow's import
+    # fourfold), and for the settling time before the window.
+    ps_cores = getattr(args, "ps_cores", None)  # ps_cluster_settings.py has none
+    quota = cpu_quota.CpuQuota(ps_cores) if ps_cores else None
+    try:
+      for i in range(ps_tasks):
+        if quota:
+          quota.limit(c.cluster.procs[f"ps{i}"].pid)
+      time.sleep(SETTLE_SECS)
+      pids = {name: p.pid for name, p in c.cluster.procs.items()}
+      cpu_start, start = {n: harness.cpu_secs(pid) for n, pid in pids.items()}, time.time()
+      time.sleep(args.secs)
+      cpu_end, end = {n: harness.cpu_secs(pid) for n, pid in pids.items()}, time.time()
+    finally:
+      if quota:
+        quota.remove()
+    rss = {n: harness.peak_rss_mb(pid) for n, pid in pids.items()}
     directory = c.dir
   chief = c.results("chief0")
   samples = [(t, s) for t, s in chief["steps"] if start <= t <= end]
@@ -486,6 +491,67 @@ def _round_ratios(results: List[Dict[str, Any]], a: str, b: str, cluster: str) -
   return [pair[a] / pair[b] for pair in by_round.values() if a in pair and b in pair and pair[b]]
 
 
+# Systems a saved run may name that this script no longer measures: their labels.
+RETIRED_LABELS = {"estimator_lite_nospin": "estimator_lite, thread spinning off"}
+
+
+def _label(system: str) -> str:
+  """A system's label in the tables (saved runs may name a retired system)."""
+  return SYSTEMS[system][0] if system in SYSTEMS else RETIRED_LABELS.get(system, system)
+
+
+def _task_cpu(results: List[Dict[str, Any]], task: str) -> Optional[float]:
+  """A task's CPU a global step (a worker: the workers' mean), µs, median over measurements."""
+  found = [_role_cpu(r, "worker") if task == "worker" else r["cpu_us_per_step_by_task"].get(task)
+           for r in results if r.get("cpu_us_per_step_by_task")]
+  values = [v for v in found if v is not None]
+  return statistics.median(values) if values else None
+
+
+def _scaling_md(data: Dict[str, Any], ok: List[Dict[str, Any]]) -> List[str]:
+  """The worker-scaling table: a column per --trainers cluster, a block of rows per system."""
+  clusters = [c for c in data["clusters"] if _SCALING_CLUSTER.match(c)]
+  cores = data.get("cores")
+  if not clusters or not cores:
+    return []
+
+  def ms(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value / 1000:.2f}"
+
+  ps_names = [f"ps{i}" for i in range(max(cluster_shape(c)[2] for c in clusters))]
+  held = f"; each ps held to {data['ps_cores']:g} cores" if data.get("ps_cores") else ""
+  lines = ["", f"### Worker scaling (async, median over rounds; {cores} cores{held}; CPU a "
+           "global step in ms)", "", "| | " + " | ".join(clusters) + " |",
+           "|---" * (len(clusters) + 1) + "|",
+           "| trainers (chief + workers) / ps tasks | " + " | ".join(
+               f"{cluster_shape(c)[0] + 1} / {cluster_shape(c)[2]}" for c in clusters) + " |"]
+  for system in data["systems"]:
+    label = _label(system)
+    mine = {c: [r for r in ok if r["system"] == system and r["cluster"] == c] for c in clusters}
+    if not any(mine.values()):
+      continue
+    rows = {
+        "global steps/s": lambda rs: _median_range([r["steps_per_sec"] for r in rs]),
+        "CPU a global step, all tasks": lambda rs: ms(_median(rs, system, rs[0]["cluster"],
+                                                               "cpu_us_per_step")),
+        "CPU a global step, " + " / ".join(ps_names): lambda rs: " / ".join(
+            ms(_task_cpu(rs, n)) for n in ps_names),
+        "CPU a global step, chief / a worker (mean)": lambda rs: " / ".join(
+            ms(_task_cpu(rs, n)) for n in ("chief0", "worker")),
+        f"machine's CPU bound ({cores} cores / CPU a step), global steps/s": lambda rs: (
+            f"{cores * 1e6 / _median(rs, system, rs[0]['cluster'], 'cpu_us_per_step'):.0f}"),
+        f"cores used / fraction of {cores}": lambda rs: (
+            f"{_median(rs, system, rs[0]['cluster'], 'cpu_cores'):.2f} / "
+            f"{_median(rs, system, rs[0]['cluster'], 'cpu_cores') / cores:.2f}"),
+    }
+    for name, cell in rows.items():
+      lines.append(f"| {label}: {name} | " + " | ".join(
+          cell(mine[c]) if mine[c] else "—" for c in clusters) + " |")
+  placement = ("bare Session.run places variables by replica_device_setter's round robin, "
+               "as tf.estimator does")
+  return lines + ["", f"({placement}; estimator_lite by its RunConfig's default.)"]
+
+
 def pooled(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
   """Several runs' JSONs as one run of all their rounds (the same code, measured again).
 
@@ -494,8 +560,8 @@ def pooled(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
   """
   first, results, rounds = runs[0], [], 0
   for run in runs:
-    for key in ("model", "secs", "clusters", "systems"):
-      if run[key] != first[key]:
+    for key in ("model", "secs", "clusters", "systems", "ps_cores"):
+      if run.get(key) != first.get(key):
         raise ValueError(f"runs differ in {key}: {first[key]!r} and {run[key]!r}")
     results += [dict(r, round=r["round"] + rounds) if "round" in r else r
                 for r in run["results"]]
@@ -521,7 +587,7 @@ def report(data: Dict[str, Any]) -> str:
                    and "error" in r)
       cell = _median_range(values) if values else ("—" if not failed else "failed")
       cells.append(cell + (f" ({failed} failed)" if failed and values else ""))
-    lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
+    lines.append(f"| {_label(system)} | " + " | ".join(cells) + " |")
   lines += ["", "### CPU of all the cluster's processes, µs per global step (median)", "",
             "| system | " + " | ".join(clusters) + " |", "|---" * (len(clusters) + 1) + "|"]
   for system in systems:
@@ -529,7 +595,7 @@ def report(data: Dict[str, Any]) -> str:
                             and r["cluster"] == cluster]) if any(
                                 r["system"] == system and r["cluster"] == cluster for r in ok)
              else "—" for cluster in clusters]
-    lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
+    lines.append(f"| {_label(system)} | " + " | ".join(cells) + " |")
   lines += ["", "### CPU a global step by process, µs (median; a worker, or a ps of two: "
             "the mean of them)",
             "", "| system | " + " | ".join(f"{c}: ps / chief / a worker" for c in clusters) + " |",
@@ -542,21 +608,22 @@ def report(data: Dict[str, Any]) -> str:
       per_role = [[v for v in (_role_cpu(r, role) for r in mine) if v is not None]
                   for role in ("ps", "chief", "worker")]
       cells.append(" / ".join(f"{statistics.median(v):.0f}" if v else "—" for v in per_role))
-    lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(cells) + " |")
-  lines += ["", "### Targets (ratio of the medians; each round's own ratio beside it)", "",
-            "| target | cluster | ratio | met | a round's ratio, median [min–max] |",
-            "|---|---|---|---|---|"]
-  for kind, a, b, bound in TARGETS:
-    for cluster in clusters:
-      if not cluster.startswith(kind) or a not in systems or b not in systems:
-        continue
-      num, den = _median(ok, a, cluster, "steps_per_sec"), _median(ok, b, cluster, "steps_per_sec")
-      ratio = num / den if num and den else None
-      met = "—" if ratio is None else ("yes" if ratio >= bound else "**no**")
-      paired = _round_ratios(ok, a, b, cluster)
-      lines.append(f"| {SYSTEMS[a][0]} ≥ {bound}× {SYSTEMS[b][0]} | {cluster} | "
-                   f"{'—' if ratio is None else f'{ratio:.2f}×'} | {met} | "
-                   f"{_median_range(paired, '{:.2f}') if paired else '—'} |")
+    lines.append(f"| {_label(system)} | " + " | ".join(cells) + " |")
+  lines += _scaling_md(data, ok)
+  targets = [(kind, a, b, bound, cluster) for kind, a, b, bound in TARGETS for cluster in clusters
+             if cluster.startswith(kind) and a in systems and b in systems]
+  if targets:
+    lines += ["", "### Targets (ratio of the medians; each round's own ratio beside it)", "",
+              "| target | cluster | ratio | met | a round's ratio, median [min–max] |",
+              "|---|---|---|---|---|"]
+  for kind, a, b, bound, cluster in targets:
+    num, den = _median(ok, a, cluster, "steps_per_sec"), _median(ok, b, cluster, "steps_per_sec")
+    ratio = num / den if num and den else None
+    met = "—" if ratio is None else ("yes" if ratio >= bound else "**no**")
+    paired = _round_ratios(ok, a, b, cluster)
+    lines.append(f"| {_label(a)} ≥ {bound}× {_label(b)} | {cluster} | "
+                 f"{'—' if ratio is None else f'{ratio:.2f}×'} | {met} | "
+                 f"{_median_range(paired, '{:.2f}') if paired else '—'} |")
   floor_pairs = (("estimator_lite", "bare_tf221"), ("tf_estimator", "bare_tf215"),
                  ("estimator_lite", "estimator_lite_unpacked"),
                  ("estimator_lite", "estimator_lite_spinning"),
@@ -570,12 +637,12 @@ def report(data: Dict[str, Any]) -> str:
     for cluster in clusters:
       num, den = _median(ok, a, cluster, "steps_per_sec"), _median(ok, b, cluster, "steps_per_sec")
       cells.append(f"{num / den:.2f}" if num and den else "—")
-    lines.append(f"| {SYSTEMS[a][0]} / {SYSTEMS[b][0]} | " + " | ".join(cells) + " |")
+    lines.append(f"| {_label(a)} / {_label(b)} | " + " | ".join(cells) + " |")
   lines += ["", "### Peak RSS a role, MB (median over every run of the system)", "",
             "| system | ps | chief | worker (largest) |", "|---|---|---|---|"]
   for system in systems:
     rss = [_role_rss(ok, system, role) for role in ("ps", "chief", "worker")]
-    lines.append(f"| {SYSTEMS[system][0]} | " + " | ".join(
+    lines.append(f"| {_label(system)} | " + " | ".join(
         "—" if v is None else f"{v:.0f}" for v in rss) + " |")
   for a, b in (("estimator_lite", "tf_estimator"), ("estimator_lite", "bare_tf221")):
     if a in systems and b in systems:
@@ -583,7 +650,7 @@ def report(data: Dict[str, Any]) -> str:
       for role in ("ps", "chief", "worker"):
         num, den = _role_rss(ok, a, role), _role_rss(ok, b, role)
         ratios.append(f"{role} {num / den:.2f}" if num and den else f"{role} —")
-      lines.append(f"\nPeak RSS {SYSTEMS[a][0]} / {SYSTEMS[b][0]} (bound {RSS_BOUND}): "
+      lines.append(f"\nPeak RSS {_label(a)} / {_label(b)} (bound {RSS_BOUND}): "
                    + ", ".join(ratios) + ".")
   errors = [r for r in results if "error" in r]
   if errors:
@@ -598,18 +665,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     _task(json.loads(argv[1]))
     return 0
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--clusters", default=",".join(DEFAULT_CLUSTERS),
-                      help=f"of {', '.join(CLUSTERS)}")
-  parser.add_argument("--systems", default=",".join(SYSTEMS))
+  parser.add_argument("--clusters", help=f"of {', '.join(CLUSTERS)}, or t<trainers>_ps<ps>; "
+                      f"default {','.join(DEFAULT_CLUSTERS)}")
+  parser.add_argument("--trainers", help="worker scaling: async clusters of these trainer "
+                      "counts (chief + workers), e.g. 1,2,4,8, on --ps ps tasks")
+  parser.add_argument("--ps", type=int, default=2, help="ps tasks of the --trainers clusters")
+  parser.add_argument("--systems", help="default: every system; with --trainers, "
+                      + ",".join(SCALING_SYSTEMS))
   parser.add_argument("--model", default="linear")
   parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--secs", type=float, default=10.0)
-  parser.add_argument("--quick", action="store_true", help="one round of 6 s windows")
+  parser.add_argument("--secs", type=float, help="the window; default 10 s (--quick and "
+                      f"--trainers: {SHORT_SECS:g} s)")
+  parser.add_argument("--quick", action="store_true",
+                      help=f"one round of {SHORT_SECS:g} s windows")
   parser.add_argument("--out", default=os.path.join(HERE, "ps_cluster.json"))
   parser.add_argument("--report", help="also write the tables to this file")
   parser.add_argument("--report-from", help="print the tables of a saved JSON; run nothing. "
                       "Several, comma-separated: the tables of all their rounds together")
-  parser.add_argument("--py-new", default=NEW_PYTHON)
+  parser.add_argument("--ps-cores", type=float, help="hold each ps task to this many cores "
+                      "(a cgroup CPU quota; needs root) while measuring: the ps is then the "
+                      "bottleneck, as on a cluster whose ps machines are its busiest")
+  parser.add_argument("--py-new", default=harness.NEW_PYTHON)
   args = parser.parse_args(argv)
   if args.report_from:
     runs = []
@@ -622,33 +698,42 @@ def main(argv: Optional[List[str]] = None) -> int:
       parser.error(str(error))
     return 0
   if args.quick:
-    args.rounds, args.secs = 1, 6.0
-  clusters = [c for c in args.clusters.split(",") if c]
-  systems = [s for s in args.systems.split(",") if s]
-  unknown = [c for c in clusters if c not in CLUSTERS] + [s for s in systems if s not in SYSTEMS]
+    args.rounds = 1
+  if args.secs is None:
+    args.secs = SHORT_SECS if args.quick or args.trainers else 10.0
+  if args.trainers and args.clusters:
+    parser.error("--trainers and --clusters both name the clusters: give one")
+  if args.trainers:
+    clusters = [f"t{n}_ps{args.ps}" for n in args.trainers.split(",") if n]
+  else:
+    clusters = [c for c in (args.clusters or ",".join(DEFAULT_CLUSTERS)).split(",") if c]
+  systems = [s for s in (args.systems or ",".join(SCALING_SYSTEMS if args.trainers else SYSTEMS)
+                         ).split(",") if s]
+  unknown = [s for s in systems if s not in SYSTEMS]
+  for name in clusters:
+    try:
+      cluster_shape(name)
+    except KeyError:
+      unknown.append(name)
   if unknown:
     parser.error(f"unknown cluster or system: {unknown}")
-  ref_env = _ref_env_module()
-  pythons = {False: args.py_new}
-  env = {False: dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")}
+  pythons = {False: (args.py_new, harness.python_for(False)[1])}
   if any(SYSTEMS[s][1] for s in systems):
-    pythons[True] = ref_env.ensure_ref_python(log=log)
-    env[True] = ref_env.subprocess_env(TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-  for e in env.values():
-    e.pop("TF_CONFIG", None)
+    pythons[True] = harness.python_for(True)
   data = dict(model=args.model, secs=args.secs, rounds=args.rounds, clusters=clusters,
               systems=systems, started=datetime.datetime.now().isoformat(timespec="seconds"),
               machine=f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
+              cores=os.cpu_count(), ps_cores=args.ps_cores,
               command="python benchmarks/ps_cluster.py " + " ".join(argv), results=[])
   began = time.time()
   for round_index in range(args.rounds):
     for cluster in clusters:
-      order = [s for s in systems if not (CLUSTERS[cluster][1] and s in ASYNC_ONLY)]
+      order = [s for s in systems if not (cluster_shape(cluster)[1] and s in ASYNC_ONLY)]
       shift = round_index % len(order)
       for system in order[shift:] + order[:shift]:
         log(f"round {round_index + 1}/{args.rounds}: {cluster} {system}")
         try:
-          result = measure(system, cluster, args, pythons, env)
+          result = measure(system, cluster, args, pythons)
         except Exception as e:  # pylint: disable=broad-except
           result = dict(system=system, cluster=cluster, error=f"{type(e).__name__}: {e}")
           log("  failed: " + result["error"][:500])

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import cluster as harness  # pylint: disable=g-import-not-at-top,wrong-import-position
 import ps_cluster  # pylint: disable=g-import-not-at-top,wrong-import-position
 import ps_floor  # pylint: disable=g-import-not-at-top,wrong-import-position
 
@@ -46,7 +47,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument("--clusters", default="async1,async2")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--secs", type=float, default=6.0)
-  parser.add_argument("--py-new", default=ps_cluster.NEW_PYTHON)
+  parser.add_argument("--py-new", default=harness.NEW_PYTHON)
   parser.add_argument("--out", default=os.path.join(HERE, "ps_cluster_settings.json"))
   args = parser.parse_args(argv)
   args.model = "linear"
@@ -55,8 +56,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   if unknown:
     parser.error(f"unknown variant: {unknown}")
   clusters = [c for c in args.clusters.split(",") if c]
-  base = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-  base.pop("TF_CONFIG", None)
+  base = harness.python_for(reference=False)[1]
   results: List[Dict[str, Any]] = []
   for round_index in range(args.rounds):
     for cluster in clusters:
@@ -64,12 +64,11 @@ def main(argv: Optional[List[str]] = None) -> int:
       for variant in variants[shift:] + variants[:shift]:
         env = dict(base, **(VARIANTS[variant][0] if variant != DEFAULT else {}))
         try:
-          m = ps_cluster.measure("estimator_lite", cluster, args, {False: args.py_new},
-                                 {False: env})
+          m = ps_cluster.measure("estimator_lite", cluster, args, {False: (args.py_new, env)})
         except RuntimeError as e:  # a port taken between its choice and its use, say
-          ps_cluster.log(f"{cluster} {variant} failed: {e}")
+          harness.log(f"{cluster} {variant} failed: {e}")
           continue
-        ps_cluster.log(f"round {round_index + 1} {cluster} {variant}: "
+        harness.log(f"round {round_index + 1} {cluster} {variant}: "
                        f"{m['steps_per_sec']:.0f} global steps/s, "
                        f"{m['cpu_us_per_step']:.0f} µs CPU a step")
         results.append(dict(m, variant=variant, round=round_index))

@@ -10,7 +10,8 @@ ps through replica_device_setter), batch 32, GradientDescentOptimizer, and
 `Session(worker.target)` calling `run(train_op)`. The ps and the worker are
 `tf.distribute.Server`s in separate processes (the worker's process also runs
 the client, as an estimator worker does). Every run is a fresh pair of
-processes on free ports; TensorFlow versions are interleaved round by round.
+processes on free ports (benchmarks/cluster.py, the harness of every cluster
+measurement here); TensorFlow versions are interleaved round by round.
 
 Parts:
   steps  steps/s, per version and layout (ps in its own process, both servers
@@ -35,18 +36,18 @@ import math
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_NEW = os.path.join(os.path.dirname(HERE), ".venv", "bin", "python")
-DEFAULT_REF = os.path.expanduser("~/.cache/estimator_lite/ref-venv-2.15/bin/python")
+sys.path.insert(0, HERE)
+
+import cluster as harness  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+READY_TIMEOUT_SECS = 120  # a ps's start-up: import TensorFlow, start its server
 
 # Each setting: name -> (ConfigProto fields as dotted paths, environment, what it is).
 # ConfigProto fields go to both servers' default session config (which builds the
@@ -135,9 +136,9 @@ def _child_ps(spec: dict[str, Any]) -> None:
     print("unsupported " + str(e), flush=True)
     return
   cluster = tf.train.ClusterSpec(spec["cluster"])
-  tf.distribute.Server(cluster, job_name="ps", task_index=0, config=config, start=True)
+  server = tf.distribute.Server(cluster, job_name="ps", task_index=0, config=config, start=True)
   print("ready", flush=True)
-  sys.stdin.read()  # the parent kills us; its exit closes the pipe as well
+  server.join()  # until the harness stops it
 
 
 def _build(tf: Any, cluster: Any) -> tuple[Any, Any, Any]:
@@ -255,69 +256,56 @@ def _child_worker(spec: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------
 # The parent: runs, rounds, tables.
 
-def _free_ports(n: int) -> list[int]:
-  socks = []
-  try:
-    for _ in range(n):
-      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      s.bind(("localhost", 0))
-      socks.append(s)
-    return [s.getsockname()[1] for s in socks]
-  finally:
-    for s in socks:
-      s.close()
+def _log_lines(c: harness.Cluster, name: str) -> list[str]:
+  with open(c.log_path(name)) as f:
+    return [line.strip() for line in f]
 
 
-def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
-  box: list[str] = []
-  reader = threading.Thread(target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
-  reader.start()
-  reader.join(timeout)
-  return box[0].strip() if box else ""
+def run_once(py: tuple[str, dict[str, str]], layout: str, setting: str | None, warmup: int,
+             steps: int, traced: int, timeout: float) -> dict[str, Any]:
+  """One fresh run: a ps process (for layout ps_separate) and the worker+client process.
 
+  Args:
+    py: the interpreter and its environment (cluster.python_for).
+    layout: ps_separate, one_process or local.
+    setting: a SETTINGS name, or None for TensorFlow's defaults.
+    warmup: untimed steps first.
+    steps: timed steps.
+    traced: FULL_TRACE steps after them.
+    timeout: bound on the worker's run, s.
 
-def run_once(py: str, layout: str, setting: str | None, warmup: int, steps: int, traced: int,
-             timeout: float) -> dict[str, Any]:
-  """One fresh run: a ps process (for layout ps_separate) and the worker+client process."""
+  Returns:
+    The worker's figures, or "error"/"unsupported" saying why there are none.
+  """
   fields, extra_env, _ = SETTINGS[setting] if setting else ([], {}, "")
-  ps_port, worker_port = _free_ports(2)
-  spec = {"cluster": {"ps": [f"localhost:{ps_port}"], "worker": [f"localhost:{worker_port}"]},
-          "layout": layout, "fields": fields, "warmup": warmup, "steps": steps, "traced": traced}
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **extra_env)
-  record: dict[str, Any] = {"py": py, "layout": layout, "setting": setting or "default"}
-  ps_proc = None
-  ps_err = tempfile.TemporaryFile(mode="w+")
+  python, base_env = py
+  env = dict(base_env, TF_CPP_MIN_LOG_LEVEL="3", **extra_env)
+  record: dict[str, Any] = {"py": python, "layout": layout, "setting": setting or "default"}
   t = time.monotonic()
-  try:
-    if layout == "ps_separate":
-      ps_proc = subprocess.Popen([py, os.path.abspath(__file__), "_ps", json.dumps(spec)], env=env, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=ps_err)
-      line = _readline(ps_proc, 120)
-      if line.startswith("unsupported"):
-        record["unsupported"] = line.split(" ", 1)[1]
+  with harness.Cluster({"ps": 1, "worker": 1}, prefix="ps_floor_") as c:
+    spec = {"cluster": c.spec, "layout": layout, "fields": fields, "warmup": warmup,
+            "steps": steps, "traced": traced}
+    try:
+      if layout == "ps_separate":
+        c.start("ps", 0, [python, os.path.abspath(__file__), "_ps", json.dumps(spec)], env)
+        c.wait_for(lambda: any(line == "ready" or line.startswith("unsupported")
+                               for line in _log_lines(c, "ps0")),
+                   timeout=READY_TIMEOUT_SECS, what="the ps's server")
+        unsupported = [line for line in _log_lines(c, "ps0") if line.startswith("unsupported")]
+        if unsupported:
+          record["unsupported"] = unsupported[0].split(" ", 1)[1]
+          return record
+      c.start("worker", 0, [python, os.path.abspath(__file__), "_worker", json.dumps(spec)], env)
+      rc = c.wait_exit("worker0", timeout)
+      results = [line for line in _log_lines(c, "worker0") if line.startswith("{")]
+      if rc != 0 or not results:
+        record["error"] = f"rc {rc}: {c.tail('worker0')[-600:]}"
         return record
-      if line != "ready":
-        ps_err.seek(0)
-        record["error"] = f"ps did not start: {line!r} {ps_err.read().strip()[-600:]}"
-        return record
-    proc = subprocess.run([py, os.path.abspath(__file__), "_worker", json.dumps(spec)], env=env, text=True,
-                          capture_output=True, timeout=timeout)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-      record["error"] = f"rc {proc.returncode}: {proc.stderr.strip()[-600:]}"
-      return record
-    record.update(json.loads(lines[-1]))
-  except subprocess.TimeoutExpired:
-    record["error"] = f"timed out after {timeout} s"
-  finally:
-    if ps_proc is not None:
-      ps_proc.kill()
-      try:
-        ps_proc.wait(timeout=10)
-      except subprocess.TimeoutExpired:
-        pass
-    ps_err.close()
-    record["run_s"] = round(time.monotonic() - t, 1)
+      record.update(json.loads(results[-1]))
+    except RuntimeError as e:  # a task ended early, or a bound passed
+      record["error"] = str(e)[-800:]
+    finally:
+      record["run_s"] = round(time.monotonic() - t, 1)
   return record
 
 
@@ -330,12 +318,12 @@ def _log(msg: str) -> None:
   print(msg, file=sys.stderr, flush=True)
 
 
-def _in_turns(pys: dict[str, str], rnd: int) -> list[str]:
+def _in_turns(pys: dict[str, Any], rnd: int) -> list[str]:
   """The versions in the order round `rnd` runs them: alternating, so neither always goes first."""
   return list(pys) if rnd % 2 == 0 else list(pys)[::-1]
 
 
-def _measure(runs: list[dict[str, Any]], py: str, layout: str, setting: str | None,
+def _measure(runs: list[dict[str, Any]], py: tuple[str, dict[str, str]], layout: str, setting: str | None,
              args: argparse.Namespace, steps: int, traced: int, **tags: Any) -> dict[str, Any]:
   """One fresh run, tagged (version, round, ...) and appended to `runs`; returns it."""
   r = run_once(py, layout, setting, args.warmup, steps, traced, args.timeout)
@@ -344,7 +332,7 @@ def _measure(runs: list[dict[str, Any]], py: str, layout: str, setting: str | No
   return r
 
 
-def part_steps(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+def part_steps(pys: dict[str, tuple[str, dict[str, str]]], args: argparse.Namespace) -> dict[str, Any]:
   runs: list[dict[str, Any]] = []
   for rnd in range(args.rounds):
     for layout in ("ps_separate", "one_process", "local"):
@@ -355,7 +343,7 @@ def part_steps(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
   return {"runs": runs}
 
 
-def part_trace(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+def part_trace(pys: dict[str, tuple[str, dict[str, str]]], args: argparse.Namespace) -> dict[str, Any]:
   runs: list[dict[str, Any]] = []
   for rnd in range(args.trace_rounds):
     for ver in _in_turns(pys, rnd):
@@ -365,7 +353,7 @@ def part_trace(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
   return {"runs": runs}
 
 
-def part_sweep(pys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+def part_sweep(pys: dict[str, tuple[str, dict[str, str]]], args: argparse.Namespace) -> dict[str, Any]:
   runs: list[dict[str, Any]] = []
   rng = random.Random(1)
   for ver, rounds in (("new", args.sweep_rounds), ("ref", args.sweep_rounds_ref)):
@@ -496,8 +484,8 @@ def main() -> None:
     (_child_ps if sys.argv[1] == "_ps" else _child_worker)(spec)
     return
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  p.add_argument("--py-new", default=DEFAULT_NEW, help="interpreter with TF 2.21 (default: the project's .venv)")
-  p.add_argument("--py-ref", default=DEFAULT_REF, help="interpreter with TF 2.15 (default: the reference venv)")
+  p.add_argument("--py-new", help="interpreter with TF 2.21 (default: the project's .venv)")
+  p.add_argument("--py-ref", help="interpreter with TF 2.15 (default: the reference venv)")
   p.add_argument("--parts", default="steps,trace,sweep")
   p.add_argument("--rounds", type=int, default=5, help="steps part: rounds (one run per version and layout each)")
   p.add_argument("--trace-rounds", type=int, default=3)
@@ -517,11 +505,14 @@ def main() -> None:
     args.rounds = args.trace_rounds = args.sweep_rounds = args.sweep_rounds_ref = 1
     args.traced, args.warmup, args.steps = 20, 50, 300
     args.settings = args.settings or ["rpc_channels_4", "threads_1_1", "env_poll"]
-  pys = {"new": args.py_new, "ref": args.py_ref}
+  pys = {}
+  for ver, given in (("new", args.py_new), ("ref", args.py_ref)):
+    python, env = harness.python_for(reference=ver == "ref")
+    pys[ver] = (given or python, env)
   versions = {}
-  for ver, py in pys.items():
+  for ver, (py, env) in pys.items():
     versions[ver] = subprocess.run([py, "-c", "import tensorflow as tf; print(tf.__version__)"], text=True,
-                                   capture_output=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+                                   capture_output=True, timeout=120, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"),
                                    check=True).stdout.strip().splitlines()[-1]
   started = time.time()
   data: dict[str, Any] = {

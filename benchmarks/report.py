@@ -116,33 +116,6 @@ def _evaluator_md(data, labels):
   return out + [""]
 
 
-def distributed_stats(data):
-  """{(system, workers): stats of global steps/s}."""
-  groups = {}
-  for result in data.get("distributed", []):
-    groups.setdefault((result["system"], result["workers"]), []).append(
-        result.get("global_steps_per_sec"))
-  return {k: _stats(v) for k, v in groups.items()}
-
-
-def _distributed_md(data, labels):
-  stats, floor = distributed_stats(data), {}
-  workers = sorted({w for _, w in stats})
-  for result in data.get("grpc_floor", []):
-    floor.setdefault(result["system"], []).append(result.get("steps_per_sec"))
-  out = ["### Asynchronous ps training (global steps/s)", "", "1 ps + 1 chief + N workers, "
-         f"about {data['settings']['dist_secs']:.0f} s with N workers stepping; median "
-         f"[min–max] of {data['settings']['dist_runs']} cluster run(s).", "",
-         ("| system | " + "".join(f"chief + {w} worker{'s' * (w > 1)} | " for w in workers)
-          + "bare Session.run over gRPC, no hooks (this TF) |" * bool(floor)).rstrip(),
-         "|---" * (len(workers) + 1 + bool(floor)) + "|"]
-  for system in [s for s in ("tf_estimator", "estimator_lite") if (s, 1) in stats]:
-    out.append((f"| {labels.get(system, system)} | " + "".join(
-        f"{_fmt(stats.get((system, w)), '{:.0f}')} | " for w in workers)
-                + f"{_fmt(_stats(floor.get(system, [])), '{:.0f}')} |" * bool(floor)).rstrip())
-  return out + [""]
-
-
 def markdown(data):
   """The generated part of RESULTS.md."""
   agg, labels, m = aggregate(data), dict(data["systems"]), data["machine"]
@@ -171,9 +144,7 @@ def markdown(data):
           for name, value, ok in targets(data, agg)] + [""]
   out += _pairs_md(data, labels) if data.get("pairs") else []
   out += _evaluator_md(data, labels) if data.get("evaluator") else []
-  out += _distributed_md(data, labels) if data.get("distributed") else []
-  failures = [r for r in data["train"] + data.get("evaluator", []) + data.get("distributed", [])
-              if r.get("error")]
+  failures = [r for r in data["train"] + data.get("evaluator", []) if r.get("error")]
   out += (["### Failed runs", ""] + [f"- {r.get('label') or r.get('system')} "
                                      f"{r.get('model', '')}: `{r['error'].splitlines()[-1][:200]}`"
                                      for r in failures] + [""]) * bool(failures)
@@ -193,20 +164,15 @@ _COLORS = {"tf_estimator": "#9e9e9e", "estimator_lite": "#1f77b4", "estimator_li
 
 
 def chart(data, path):
-  """Bar chart of steps/s per system, one panel per model, plus the cluster's global steps/s."""
+  """Bar chart of steps/s per system, one panel per model."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  agg, dist = aggregate(data), distributed_stats(data)
+  agg = aggregate(data)
   panels = [(f"{model}: steps/s", [  # labels broken into lines to fit under their bars
       (label.replace(" ", "\n").replace("_", "\n_"), key,
        agg.get(model, {}).get(key, {}).get("steps_per_sec"))
       for key, label in data["systems"]]) for model in data["models"]]
-  if dist:
-    panels.append(("async ps: global steps/s\n(chief + N workers)", [
-        (f"{'tf.estimator' if system == 'tf_estimator' else 'lite'}\n+{workers} w", system, s)
-        for (system, workers), s in sorted(dist.items(), key=lambda kv: (
-            kv[0][1], kv[0][0] != "tf_estimator"))]))
   fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.6), squeeze=False)
   for ax, (title, bars) in zip(axes[0], panels):
     bars = [bar for bar in bars if bar[2]]

@@ -12,7 +12,9 @@
 
 Every measurement is a fresh process (workload.py), one at a time; TF 2.15
 runs with the reference venv's python (tests/reference/ref_env.py; created
-when missing, except with --smoke, which then leaves it out).
+when missing, except with --smoke, which then leaves it out). Parameter-server
+clusters are measured by benchmarks/ps_cluster.py (on benchmarks/cluster.py),
+not here.
 """
 import argparse
 import datetime
@@ -21,7 +23,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -233,86 +234,11 @@ def run_evaluator_latency(runner, system, checkpoints):
               latencies=[(s, wall - saves[s]) for s, wall in events if s in saves and s > 0])
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(("localhost", 0))
-    return s.getsockname()[1]
-
-
-def run_cluster(runner, system, max_workers, measure_secs):
-  """A ps and a chief, then workers added one at a time: global steps/s with 1..N workers.
-
-  With k workers stepping, the chief's global step is read for `measure_secs`; then worker
-  k+1 starts (the phase ends at its launch, before its start-up takes CPU)."""
-  cluster = {job: [f"localhost:{_free_port()}" for _ in range(n)]
-             for job, n in (("ps", 1), ("chief", 1), ("worker", max_workers))}
-  model_dir = tempfile.mkdtemp(prefix=f"dist_{system.kind}_", dir=runner.work_dir)
-  stop_file = model_dir + "_stop"
-
-  def start(task_type, index):
-    return runner.start("cluster", dict(
-        system=system.kind, model_dir=model_dir, stop_file=stop_file,
-        tf_config={"cluster": cluster, "task": {"type": task_type, "index": index}}),
-                        system.reference, f"{task_type}{index}_{system.kind}")
-
-  def wait_for(path):  # False if a process ended, or 3 minutes passed, first
-    give_up = time.time() + 180
-    while not os.path.exists(path):
-      if time.time() > give_up or any(p[0].poll() is not None for p in procs):
-        return False
-      time.sleep(0.1)
-    return True
-
-  def failed(message, results=()):
-    return list(results) + [dict(system=system.kind, workers=w, error=message)
-                            for w in range(len(results) + 1, max_workers + 1)]
-
-  procs, phases = [start("ps", 0), start("chief", 0)], []  # phases: (workers, start, end)
-  try:
-    # Workers start once the chief has initialised the variables (its first
-    # checkpoint): tf.estimator's worker would otherwise recheck only every 30 s.
-    if not wait_for(os.path.join(model_dir, "checkpoint")):
-      stop(procs[1][0])
-      return failed("chief wrote no checkpoint: " + str(Runner.finish(procs[1])[1]))
-    for index in range(max_workers):
-      if index:
-        phases[-1] = phases[-1][:2] + (time.time(),)
-      procs.append(start("worker", index))
-      marker = f"{stop_file}.started.worker{index}"
-      if not wait_for(marker):
-        break
-      phases.append((index + 1, os.path.getmtime(marker), None))
-      time.sleep(measure_secs)
-    with open(stop_file, "w"):  # every trainer stops
-      pass
-    finished = [Runner.finish(proc, timeout=measure_secs + 120) for proc in procs[2:] + procs[1:2]]
-  finally:
-    for proc in reversed(procs):
-      stop(proc[0])
-  errors = [e for _, e in finished if e]
-  if errors:
-    return failed(errors[0])
-  trainers = [r for r, _ in finished]  # the workers, then the chief
-  samples, end_all, results = trainers[-1]["samples"], min(t["last_wall"] for t in trainers), []
-  for stepping, phase_start, phase_end in phases:
-    # A phase starts when its newest worker has made its first step.
-    begin = max([phase_start] + [t["first_wall"] for t in trainers[:stepping] + trainers[-1:]])
-    end = phase_end or end_all
-    inside = [(t, s) for t, s in samples if begin <= t <= end]
-    rate, error = None, f"the trainers stepped together for only {end - begin:.1f} s"
-    if end - begin >= 1.0 and len(inside) >= 2:
-      (t0, s0), (t1, s1) = inside[0], inside[-1]
-      rate, error = (s1 - s0) / (t1 - t0), None
-    results.append(dict(system=system.kind, workers=stepping, error=error,
-                        global_steps_per_sec=rate, window_s=end - begin))
-  return failed("worker did not start", results)
-
-
 def run_benchmark(runner, systems, settings, parts, smoke):
   """Every part asked for; returns the results (results.json's content)."""
   data = dict(systems=[s[:2] for s in systems], models=list(settings["models"]),
               settings={k: v for k, v in settings.items() if k != "models"},
-              train=[], pairs=[], evaluator=[], distributed=[])
+              train=[], pairs=[], evaluator=[])
   if "train" in parts:
     log("training runs (steps/s, time to first step, train(), checkpoint save, export)")
     data["train"] = run_training(runner, settings, systems, all_at_once=smoke)
@@ -325,25 +251,6 @@ def run_benchmark(runner, systems, settings, parts, smoke):
     log(f"evaluator latency, {system.kind}: "
         f"{result['error'] or [round(l, 3) for _, l in result['latencies']]}")
     data["evaluator"].append(result)
-  if "distributed" in parts and settings["dist_runs"]:
-    for run in range(settings["dist_runs"]):
-      for system in estimators:
-        log(f"async ps training: {system.kind}, chief + 1..{settings['dist_workers']} "
-            f"worker(s), run {run + 1}")
-        for result in run_cluster(runner, system, settings["dist_workers"], settings["dist_secs"]):
-          log(f"  {result['workers']} worker(s): "
-              f"{result['error'] or round(result['global_steps_per_sec'], 1)}")
-          data["distributed"].append(dict(result, run=run))
-    data["grpc_floor"] = []
-    for system in estimators:
-      result, error = Runner.finish(runner.start(
-          "grpc_floor", dict(steps=settings["floor_steps"], ports=[_free_port(), _free_port()]),
-          system.reference, f"grpc_floor_{system.kind}"))
-      log(f"bare Session.run over gRPC, {system.kind}'s TensorFlow: "
-          f"{error or round(result['steps_per_sec'], 1)}")
-      data["grpc_floor"].append(dict(system=system.kind, error=error,
-                                     steps_per_sec=result and result["steps_per_sec"],
-                                     tf_version=result and result["tf_version"]))
   if settings["cost_steps"] and "costs" in parts:
     log("step costs and op costs, with each TensorFlow")
     data["step_costs"] = runner.on_each_tensorflow("step_costs", steps=settings["cost_steps"])
@@ -382,13 +289,13 @@ def main(argv=None):
   mode = parser.add_mutually_exclusive_group()
   mode.add_argument("--quick", action="store_true", help="one short run of everything")
   mode.add_argument("--smoke", action="store_true", help="seconds: the linear model only, no "
-                    "cluster, evaluator or costs")
+                    "evaluator or costs")
   mode.add_argument("--report-from", metavar="RESULTS_JSON", help="write the report again "
                     "from saved results (to --results-dir, default the JSON's directory)")
   parser.add_argument("--runs", type=int, help="runs per (system, model); default 5 (full)")
   parser.add_argument("--no-ref", action="store_true", help="leave out TF 2.15 (tf.estimator)")
-  parser.add_argument("--parts", default="train,pairs,evaluator,distributed,costs",
-                      help="comma-separated subset of train,pairs,evaluator,distributed,costs")
+  parser.add_argument("--parts", default="train,pairs,evaluator,costs",
+                      help="comma-separated subset of train,pairs,evaluator,costs")
   parser.add_argument("--models", help="comma-separated subset of " + ",".join(plan.MODELS))
   parser.add_argument("--results-dir", help="where RESULTS.md, results.json and the chart go; "
                       "default benchmarks/ for a full run of everything, else a temporary one")

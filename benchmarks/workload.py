@@ -1,8 +1,8 @@
 """What one fresh benchmark process runs: `workload.py ROLE KWARGS_JSON OUT_JSON` (see ROLES).
 
 run.py starts every measurement this way, with the python of the TensorFlow
-it measures: the trainings, the evaluator's and the cluster's tasks, the gRPC
-floor, and the costs of a step measured within one process.
+it measures: the trainings, the evaluator's tasks, and the costs of a step
+measured within one process (ps clusters: benchmarks/ps_cluster.py).
 
 train (run()): tf_estimator (TF 2.15), estimator_lite (this checkout's),
 bare (Session.run(train_op) in a Python loop over the same graph) or
@@ -276,70 +276,6 @@ def evaluator_side(role, system, model_dir, max_steps, save_every):
   return {"eval_events": sorted(times.items())}
 
 
-class _StopFile(_v1.train.SessionRunHook):
-  """Records step times (the chief: global steps too); stops once run.py creates `path`.
-
-  Creates PATH.started.TASK after its first step: run.py then knows it is stepping.
-  """
-
-  def __init__(self, path, task, on_chief):
-    self._path, self._task, self._on_chief, self._next_poll = path, task, on_chief, 0.0
-    self.first_wall, self.last_wall, self.samples = None, None, []
-
-  def begin(self):
-    self._global_step = _v1.train.get_global_step()
-
-  def before_run(self, run_context):
-    return _v1.train.SessionRunArgs(self._global_step) if self._on_chief else None
-
-  def after_run(self, run_context, run_values):
-    now = self.last_wall = time.time()
-    if self.first_wall is None:
-      self.first_wall = now
-      with open(f"{self._path}.started.{self._task}", "w"):
-        pass
-    if self._on_chief:
-      self.samples.append((now, int(run_values.results)))
-    if now >= self._next_poll:  # looking every step would cost more than the step
-      self._next_poll = now + 0.25
-      if os.path.exists(self._path):
-        run_context.request_stop()
-
-
-def cluster_task(system, tf_config, model_dir, stop_file):
-  """One task of an asynchronous ps cluster: train_and_evaluate with TF_CONFIG, linear model,
-  variables on the ps, workers without their staggered start. A ps serves until stopped."""
-  os.environ["TF_CONFIG"] = json.dumps(tf_config)
-  task = tf_config["task"]
-  api, estimator = _estimator(system, _LINEAR, model_dir, experimental_max_worker_delay_secs=0)
-  hook = _StopFile(stop_file, f"{task['type']}{task['index']}", task["type"] == "chief")
-  api.train_and_evaluate(estimator, api.TrainSpec(models.make_input_fn(_LINEAR), hooks=[hook]),
-                         api.EvalSpec(models.make_input_fn(_LINEAR), steps=1))
-  return {"first_wall": hook.first_wall, "last_wall": hook.last_wall, "samples": hook.samples}
-
-
-def grpc_floor(steps, ports):
-  """This TensorFlow's floor under the clusters: Session.run(train_op) against a ps, no
-  Estimator, no hooks. A ps and a worker server in this process still talk gRPC over
-  localhost; the variables are placed on the ps as an Estimator places them."""
-  cluster = tf.train.ClusterSpec({"ps": [f"localhost:{ports[0]}"],
-                                  "worker": [f"localhost:{ports[1]}"]})
-  servers = [tf.distribute.Server(cluster, job_name=job, task_index=0)
-             for job in ("ps", "worker")]
-  device_fn = _v1.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0",
-                                              merge_devices=True, cluster=cluster)
-  graph, iterator, op, init = models.training_graph(_LINEAR, device_fn=device_fn)
-  times = []
-  with _v1.Session(servers[1].target, graph=graph,
-                   config=_v1.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])) as s:
-    s.run(init)
-    s.run(iterator.initializer)
-    for _ in range(steps):
-      s.run(op)
-      times.append(time.perf_counter())
-  return {"steps_per_sec": steady_steps_per_sec(times, 1), "tf_version": tf.__version__}
-
-
 def step_costs(steps=3000, rounds=3):
   """µs per step of the linear model, one layer of what Estimator.train runs added at a time.
 
@@ -454,8 +390,8 @@ def op_costs(model="wide_deep", steps=40, top=10):
 
 
 ROLES = {"train": run, "trainer": lambda **kw: evaluator_side("trainer", **kw),
-         "evaluator": lambda **kw: evaluator_side("evaluator", **kw), "cluster": cluster_task,
-         "grpc_floor": grpc_floor, "step_costs": step_costs, "op_costs": op_costs}
+         "evaluator": lambda **kw: evaluator_side("evaluator", **kw),
+         "step_costs": step_costs, "op_costs": op_costs}
 
 if __name__ == "__main__":
   role, kwargs, out = sys.argv[1:]

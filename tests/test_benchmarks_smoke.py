@@ -97,33 +97,67 @@ def test_canned_census_smoke_run_reports_every_system():
   assert "\n| dnn_linear | estimator_lite / " in proc.stdout, proc.stdout
 
 
-def test_ps_cluster_benchmark_measures_a_cluster_of_each_kind(tmp_path):
-  """benchmarks/ps_cluster.py, one short window each: estimator_lite and TF 2.21's floor
-  on a real ps + chief + worker cluster give global steps/s, CPU a step and peak RSS a role."""
+def test_ps_cluster_benchmark_measures_worker_scaling(tmp_path):
+  """benchmarks/ps_cluster.py --trainers 2 --ps 2, one short window each: estimator_lite and
+  TF 2.21's floor on a real cluster of 2 ps, a chief and a worker give global steps/s, CPU a
+  step of each task (each ps apart), peak RSS a role, and the worker-scaling table."""
   out = tmp_path / "ps_cluster.json"
   proc = subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "ps_cluster.py"), "--clusters",
-       "async1", "--systems", "estimator_lite,bare_tf221", "--rounds", "1", "--secs", "3",
-       "--py-new", sys.executable, "--out", str(out)],
-      capture_output=True, text=True, timeout=400, cwd=REPO_ROOT, check=False,
+      [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "ps_cluster.py"), "--trainers",
+       "2", "--ps", "2", "--systems", "estimator_lite,bare_tf221", "--rounds", "1", "--secs",
+       "3", "--py-new", sys.executable, "--out", str(out)],
+      capture_output=True, text=True, timeout=600, cwd=REPO_ROOT, check=False,
       env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   with open(out) as f:
-    results = {r["system"]: r for r in json.load(f)["results"]}
-  assert set(results) == {"estimator_lite", "bare_tf221"}
-  for system, result in results.items():
+    data = json.load(f)
+  assert data["clusters"] == ["t2_ps2"] and data["cores"] == os.cpu_count()
+  results = {(r["system"], r["cluster"]): r for r in data["results"]}
+  assert set(results) == {("estimator_lite", "t2_ps2"), ("bare_tf221", "t2_ps2")}
+  tasks = {"ps0", "ps1", "chief0", "worker0"}
+  for result in results.values():
     assert "error" not in result, result
     assert result["steps_per_sec"] > 0 and result["cpu_us_per_step"] > 0, result
-    assert set(result["peak_rss_mb"]) == {"ps0", "chief0", "worker0"}, result
+    assert set(result["cpu_us_per_step_by_task"]) == tasks, result
+    assert set(result["peak_rss_mb"]) == tasks, result
     assert all(rss > 100 for rss in result["peak_rss_mb"].values()), result
     assert all(runs > 0 for runs in result["runs_in_window"].values()), result
   assert "\n| estimator_lite / bare Session.run, TF 2.21 | " in proc.stdout, proc.stdout
+  for row in ("global steps/s", "CPU a global step, all tasks", "CPU a global step, ps0 / ps1",
+              "machine's CPU bound", "cores used / fraction of"):
+    for label in ("estimator_lite", "bare Session.run, TF 2.21"):
+      assert f"\n| {label}: {row}" in proc.stdout, proc.stdout
   # Two runs' rounds, pooled: the same measurements, twice as many rounds.
   pooled = subprocess.run(
       [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "ps_cluster.py"), "--report-from",
        f"{out},{out}"], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT, check=False)
   assert pooled.returncode == 0, pooled.stderr[-3000:]
   assert ", 2 round(s);" in pooled.stdout, pooled.stdout
+
+
+def test_cluster_harness_stops_what_it_started_and_fails_early(tmp_path):
+  """benchmarks/cluster.py: each task gets its TF_CONFIG on free ports; a wait fails at once,
+  with the log tail, when a task ended; leaving stops every process it started."""
+  spec = importlib.util.spec_from_file_location(
+      "benchmarks_cluster", os.path.join(REPO_ROOT, "benchmarks", "cluster.py"))
+  cluster = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(cluster)
+  jobs = cluster.cluster_spec({"ps": 2, "chief": 1, "worker": 1, "evaluator": 1})
+  assert list(jobs) == ["ps", "chief", "worker"] and len(jobs["ps"]) == 2
+  assert len({address for addresses in jobs.values() for address in addresses}) == 4
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  with cluster.Cluster({"ps": 1, "evaluator": 1}, prefix=str(tmp_path / "c_")) as c:
+    ps = c.start("ps", 0, [sys.executable, "-c", "import time; time.sleep(600)"], env)
+    c.start("evaluator", 0, [sys.executable, "-c",
+                             "import os; print(os.environ['TF_CONFIG']); raise SystemExit(3)"],
+            env)
+    assert c.wait_exit("evaluator0", timeout=60) == 3
+    assert json.loads(c.tail("evaluator0"))["task"] == {"type": "evaluator", "index": 0}
+    with pytest.raises(RuntimeError, match="evaluator0 ended"):
+      c.wait_for(lambda: False, timeout=60, what="nothing")
+    with pytest.raises(RuntimeError, match="1 s passed"):
+      c.wait_for(lambda: False, timeout=1, what="nothing", watch=["ps0"])
+  assert ps.poll() is not None
 
 
 def test_tpu_estimator_smoke_run_reports_every_system(tmp_path):
