@@ -15,6 +15,12 @@ process with its TF_CONFIG, on free localhost ports the OS gave. On exit it
 stops only those processes (terminate, then kill after a bounded grace),
 whatever happened inside. Every wait is bounded, and a wait fails early, with
 the task's log tail, when a process it depends on ended.
+
+The one cluster this module does not start is chaos.py's: a fault run needs
+each task on a loopback address of its own, with proxies and iptables rules
+between tasks, so that one link can be cut or delayed. That is the network
+fault tests' harness (tests/netfault/cluster.py), and chaos.py uses it as the
+tests do rather than keep a second copy here.
 """
 from __future__ import annotations
 
