@@ -1,4 +1,4 @@
-"""A process held to a fraction of one core (a Linux cgroup's CPU quota), as if alone on a small machine.
+"""A process held to a fraction of a core (a Linux cgroup's CPU quota), as on a small machine.
 
 On a machine whose cores every task of a cluster shares, no one task is ever
 the bottleneck: the machine is. Holding each ps task to a fixed CPU budget

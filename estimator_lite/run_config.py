@@ -265,17 +265,18 @@ class RunConfig:
     ps_placement: keyword-only, estimator_lite's own: how a ps cluster's
       variables are spread over the ps tasks (when device_fn is None).
       "by_size": each variable, as it is created, to the ps task holding the
-      fewest bytes so far, so that one large embedding does not share its
-      task with the next largest variables; "round_robin": to the tasks in
-      turn, as tf.estimator's replica_device_setter did. Only devices differ:
+      fewest bytes so far, so that the large variables are spread over the
+      tasks however they come; "round_robin": to the tasks in turn, as
+      tf.estimator's replica_device_setter did. Only devices differ:
       names, checkpoints and results are the same, and a model_dir written
       under either restores under the other. See docs/distributed.md.
 
   Raises:
     ValueError: a value out of range or an unknown ps_placement, both
       checkpoint cadences given, a model_dir other than TF_CONFIG's, a
-      malformed TF_CONFIG (the message quotes it), or a distribution strategy that cannot run in graph mode or
-      does not fit TF_CONFIG (the message says what to use instead). Each
+      malformed TF_CONFIG (the message quotes it), or a distribution
+      strategy that cannot run in graph mode or does not fit TF_CONFIG (the
+      message says what to use instead). Each
       starts with tf.estimator's text where tf.estimator raised too.
     TypeError: a count or duration that is not a number, a model_dir that is
       not a path, a pack_ps_transfers that is not a bool, or a TF_CONFIG

@@ -1,4 +1,4 @@
-"""RunConfig(ps_placement): where a ps cluster's variables go (estimator_lite/_graph/ps_placement.py).
+"""RunConfig(ps_placement): where a ps cluster's variables go (_graph/ps_placement.py).
 
 The training graph is built as a cluster's chief builds it (a TF_CONFIG with
 ps tasks, train_graph.device_fn) without starting servers: placement is a
