@@ -405,11 +405,10 @@ def measure(system: str, cluster: str, args: argparse.Namespace,
     c.wait_ready(trainer_names)
     # Held once the trainers step (a quarter core would stretch TensorFlow's import
     # fourfold), and for the settling time before the window.
-    ps_cores = getattr(args, "ps_cores", None)  # ps_cluster_settings.py has none
-    quota = cpu_quota.CpuQuota(ps_cores) if ps_cores else None
+    quota = cpu_quota.CpuQuota(args.ps_cores) if args.ps_cores else None
     try:
-      for i in range(ps_tasks):
-        if quota:
+      if quota:
+        for i in range(ps_tasks):
           quota.limit(c.cluster.procs[f"ps{i}"].pid)
       time.sleep(SETTLE_SECS)
       pids = {name: p.pid for name, p in c.cluster.procs.items()}

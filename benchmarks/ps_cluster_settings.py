@@ -50,7 +50,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument("--py-new", default=harness.NEW_PYTHON)
   parser.add_argument("--out", default=os.path.join(HERE, "ps_cluster_settings.json"))
   args = parser.parse_args(argv)
-  args.model = "linear"
+  args.model, args.ps_cores = "linear", None  # ps_cluster.measure's other options
   variants = [DEFAULT] + [v for v in args.variants.split(",") if v]
   unknown = [v for v in variants[1:] if v not in VARIANTS]
   if unknown:
