@@ -23,7 +23,6 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -170,43 +169,15 @@ def train(system, model, steps, graph=None, turns=None):
 
 # -- the driver: fresh processes, one at a time ---------------------------------------------
 
-def start(python, reference, role, kwargs, work, pass_fds=(), legacy_keras=False):
-  """`python canned_census.py --worker ROLE KWARGS OUT`: (Popen, out path, log path)."""
-  import run  # pylint: disable=g-import-not-at-top
-  out = tempfile.mktemp(suffix=".json", prefix=role + "_", dir=work)
-  env = run.child_env(reference)
-  # A process starts as a user's fresh program, without TF_USE_LEGACY_KERAS unless asked:
-  # set before `import tensorflow`, it makes TF 2.21 load tf_keras instead of Keras 3.
-  env.pop("TF_USE_LEGACY_KERAS", None)
-  env.update({"TF_USE_LEGACY_KERAS": "1"} if legacy_keras else {})
-  with open(out + ".log", "w") as log_file:
-    proc = subprocess.Popen([python, __file__, "--worker", role, json.dumps(kwargs), out],
-                            stdout=log_file, stderr=subprocess.STDOUT, env=env,
-                            cwd=os.path.dirname(HERE), pass_fds=pass_fds)
-  return proc, out, out + ".log"
-
-
-def finish(started, timeout=600):
-  """(result, None) or (None, the error and the log's tail)."""
-  proc, out, log_path = started
-  try:
-    proc.wait(timeout=timeout)
-  except subprocess.TimeoutExpired:
-    proc.kill()
-    proc.wait()
-  if proc.returncode == 0 and os.path.exists(out):
-    with open(out) as f:
-      return json.load(f), None
-  with open(log_path) as f:
-    return None, f"exit {proc.returncode}: " + "\n".join(f.read().splitlines()[-12:])
-
-
 def train_process(ctx, key, model, steps, fds=()):
   """Starts `key` training `model` (in turns over the pipe ends `fds`, if any)."""
   system = SYSTEMS[key]
-  return start(ctx["pythons"][system.reference], system.reference, "train", dict(
+  # A process starts as a user's fresh program, without TF_USE_LEGACY_KERAS unless asked:
+  # set before `import tensorflow`, it makes TF 2.21 load tf_keras instead of Keras 3.
+  return ctx["runner"].start("train", dict(
       system=key, model=model, steps=steps, graph=ctx["graphs"].get((system.graph, model)),
-      turns=list(fds) or None), ctx["work"], pass_fds=fds, legacy_keras=system.legacy_keras)
+      turns=list(fds) or None), system.reference, name=f"train_{key}", pass_fds=fds,
+      env={"TF_USE_LEGACY_KERAS": "1" if system.legacy_keras else None})
 
 
 def pair_round(ctx, model, steps, a, b, a_first):
@@ -217,7 +188,7 @@ def pair_round(ctx, model, steps, a, b, a_first):
              train_process(ctx, b, model, steps, (to_b[0], to_a[1]))]
   for fd in (*to_a, *to_b):  # only the two processes hold the pipes now
     os.close(fd)
-  (result_a, error_a), (result_b, error_b) = [finish(one) for one in started]
+  (result_a, error_a), (result_b, error_b) = [ctx["runner"].finish(one) for one in started]
   if error_a or error_b:
     raise SystemExit(f"pair {a} / {b} on {model} failed: {error_a or error_b}")
   return result_a["turn_rates"], result_b["turn_rates"]
@@ -244,8 +215,10 @@ def main(argv=None):
   ref_python = run.reference_python(create=not args.smoke)
   systems = [k for k in settings["systems"]
              if ref_python or not (SYSTEMS[k].reference or SYSTEMS[k].graph == "ref")]
-  ctx = dict(pythons={False: sys.executable, True: ref_python}, graphs={},
-             work=tempfile.mkdtemp(prefix="canned_census_"))
+  work = tempfile.mkdtemp(prefix="canned_census_")
+  ctx = dict(runner=run.Runner(sys.executable, ref_python, work,
+                               program=(os.path.abspath(__file__), "--worker")), graphs={},
+             work=work)
   data = dict(settings=settings, train=[], pairs=[], graphs={}, load_before=os.getloadavg(),
               command=" ".join(["python benchmarks/canned_census.py", *(argv or sys.argv[1:])]),
               date=time.strftime("%Y-%m-%d %H:%M %Z"))
@@ -254,15 +227,15 @@ def main(argv=None):
       for whose in sorted({SYSTEMS[k].graph for k in systems if SYSTEMS[k].graph}):
         reference = whose == "ref"  # tf.estimator's graph is built with TF 2.15
         path = ctx["graphs"][whose, model] = os.path.join(ctx["work"], f"{whose}_{model}.meta")
-        result, error = finish(start(ctx["pythons"][reference], reference, "export_graph",
-                                     dict(model=model, path=path), ctx["work"]))
+        result, error = ctx["runner"].finish(ctx["runner"].start(
+            "export_graph", dict(model=model, path=path), reference))
         if error:
           raise SystemExit(f"exporting {whose}'s {model} graph failed: {error}")
         data["graphs"][f"{whose}_{model}"] = result
     for index in range(settings["runs"]):  # the order of the systems rotates run to run
       for model in settings["models"]:
         for key in systems[index % len(systems):] + systems[:index % len(systems)]:
-          result, error = finish(train_process(ctx, key, model, settings["steps"]))
+          result, error = ctx["runner"].finish(train_process(ctx, key, model, settings["steps"]))
           if error:
             raise SystemExit(f"{key} on {model} failed: {error}")
           run.log(f"{model:10s} {key:15s} run {index + 1}: {result['steps_per_sec']:4.0f} steps/s, "

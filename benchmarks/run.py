@@ -82,24 +82,35 @@ def stop(proc):
 
 
 class Runner:
-  """Starts `workload.py ROLE KWARGS_JSON OUT_JSON` processes and reads OUT_JSON (a `lite_root`
-  in KWARGS goes first on the process's PYTHONPATH: workload.run checks it)."""
+  """Starts `PROGRAM ROLE KWARGS_JSON OUT_JSON` processes and reads OUT_JSON.
 
-  def __init__(self, python, ref_python, work_dir):
+  PROGRAM is workload.py unless `program` (a script and its leading arguments)
+  names another; a `lite_root` in KWARGS goes first on the process's
+  PYTHONPATH (workload.run checks it).
+  """
+
+  def __init__(self, python, ref_python, work_dir, *, program=(os.path.join(HERE, "workload.py"),)):
     self.python, self.ref_python, self.work_dir, self._count = python, ref_python, work_dir, 0
+    self.program = tuple(program)
 
-  def start(self, role, kwargs, reference=False, name=None, pass_fds=()):
-    """Returns (Popen, out path, log path, launch time)."""
+  def start(self, role, kwargs, reference=False, name=None, pass_fds=(), env=None):
+    """Returns (Popen, out path, log path, launch time); `env`: changes to child_env's
+    environment, where None removes a variable."""
     self._count += 1
     out, log_path = (os.path.join(self.work_dir, f"{self._count:04d}_{name or role}{ext}")
                      for ext in (".json", ".log"))
-    cmd = [self.ref_python if reference else self.python, os.path.join(HERE, "workload.py"),
-           role, json.dumps(kwargs), out]
+    cmd = [self.ref_python if reference else self.python, *self.program, role, json.dumps(kwargs),
+           out]
+    environ = child_env(reference, kwargs.get("lite_root"))
+    for key, value in (env or {}).items():
+      if value is None:
+        environ.pop(key, None)
+      else:
+        environ[key] = value
     launch = time.time()
     with open(log_path, "w") as log_file:
       proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO,
-                              env=child_env(reference, kwargs.get("lite_root")),
-                              pass_fds=pass_fds)
+                              env=environ, pass_fds=pass_fds)
     return proc, out, log_path, launch
 
   @staticmethod
