@@ -1,9 +1,13 @@
 """Hooks: a user's tf.estimator-style SessionRunHook, hooks per mode, listeners, stop and NaN hooks."""
+import json
 import os
+import subprocess
 import time
 
 import numpy as np
 import pytest
+import ref_env  # tests/reference, on the path through conftest.py
+import session_start_program
 
 import estimator_lite as est
 import tensorflow as tf
@@ -159,6 +163,28 @@ def test_saving_listeners_are_called_around_each_save(tmp_path, linear_data, mak
                                                 save_checkpoints_secs=None))
   with pytest.raises(ValueError, match="There should be a CheckpointSaverHook to use saving_listeners"):
     no_saves.train(make_input_fn(x, y), steps=1, saving_listeners=[listener])
+
+
+# What tf.estimator 2.15 did (tests/reference/session_start_program.py, run in
+# its venv; the reference tier runs it again): its default saver saved step 0
+# before any hook's after_create_session, so a hook that sets weights there
+# changed the next checkpoint, not model.ckpt-0.
+_TF215_SESSION_START = {
+    "calls": ["save 0", "chief hook", "train hook", "training hook", "save 1", "save 2"],
+    "w at step 0": 0.0, "w at step 2": 42.0}
+
+
+def test_the_first_checkpoint_is_saved_before_hooks_set_weights(tmp_path):
+  assert session_start_program.run(est, str(tmp_path)) == _TF215_SESSION_START
+
+
+def test_tf_estimator_2_15_saved_step_0_before_the_hooks_ran(tmp_path, reference_python):
+  program = session_start_program.__file__
+  completed = subprocess.run(
+      [reference_python, program, "tf215", str(tmp_path / "tf215")], capture_output=True,
+      text=True, timeout=300, env=ref_env.subprocess_env(), check=False)
+  assert completed.returncode == 0, completed.stderr[-4000:]
+  assert json.loads(completed.stdout.splitlines()[-1]) == _TF215_SESSION_START
 
 
 class _FailAfter(tf.compat.v1.train.SessionRunHook):

@@ -128,7 +128,7 @@ def _ordered_hooks(built: train_graph.TrainGraph, config: Any, model_dir: str,
                    saving_listeners: Sequence[tf.compat.v1.train.CheckpointSaverListener],
                    stop_at: Tuple[Optional[int], Optional[int]]
                    ) -> Tuple[List[tf.compat.v1.train.SessionRunHook],
-                              List[tf.compat.v1.train.SessionRunHook]]:
+                              List[checkpoints.SafeCheckpointSaverHook]]:
   """The session's hooks, in the order they must run; installs the default Saver.
 
   The step hook (step_hook.py: the NaN guard, the loss log and, as asked,
@@ -140,7 +140,8 @@ def _ordered_hooks(built: train_graph.TrainGraph, config: Any, model_dir: str,
   exception out of a hook ends training without the savers' final save.
   MonitoredTrainingSession's chief_only_hooks would run the chief hooks
   before the guard, so they are passed nowhere else. The default checkpoint
-  saver runs last, on the chief only.
+  saver runs last, on the chief only (but for its save at session start,
+  which `_run` puts first).
 
   Args:
     worker_hooks: the input's, the caller's and the loop's hooks.
@@ -198,7 +199,7 @@ def _ordered_hooks(built: train_graph.TrainGraph, config: Any, model_dir: str,
 
 
 def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
-         savers: List[tf.compat.v1.train.SessionRunHook], target: targets.TrainingTarget,
+         savers: List[checkpoints.SafeCheckpointSaverHook], target: targets.TrainingTarget,
          config: Any, model_dir: str) -> Any:
   """Runs spec.train_op until a hook stops; returns the last loss.
 
@@ -213,7 +214,10 @@ def _run(spec: Any, hooks: List[tf.compat.v1.train.SessionRunHook],
   stall = stall_watch.for_cluster(config)
   # The SIGTERM hook requests the stop at which the saver, after it, saves.
   # The stall watch is first: a step counts as finished once its run returns.
-  hooks = (([stall] if stall is not None else []) + hooks +
+  # Before it, the saver's save at session start: tf.estimator's came before
+  # every other hook's after_create_session (session_start_hook says why).
+  hooks = ([saver.session_start_hook() for saver in savers] +
+           ([stall] if stall is not None else []) + hooks +
            ([watcher.hook()] if watcher is not None else []) + savers)
   grace = _STOP_GRACE_PERIOD_SECS
   if any(tf_internals.is_sync_replicas_hook(hook) for hook in hooks):
