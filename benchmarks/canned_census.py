@@ -217,8 +217,7 @@ def main(argv=None):
              if ref_python or not (SYSTEMS[k].reference or SYSTEMS[k].graph == "ref")]
   work = tempfile.mkdtemp(prefix="canned_census_")
   ctx = dict(runner=run.Runner(sys.executable, ref_python, work,
-                               program=(os.path.abspath(__file__), "--worker")), graphs={},
-             work=work)
+                               program=(os.path.abspath(__file__), "--worker")), graphs={})
   data = dict(settings=settings, train=[], pairs=[], graphs={}, load_before=os.getloadavg(),
               command=" ".join(["python benchmarks/canned_census.py", *(argv or sys.argv[1:])]),
               date=time.strftime("%Y-%m-%d %H:%M %Z"))
@@ -226,7 +225,7 @@ def main(argv=None):
     for model in settings["models"]:
       for whose in sorted({SYSTEMS[k].graph for k in systems if SYSTEMS[k].graph}):
         reference = whose == "ref"  # tf.estimator's graph is built with TF 2.15
-        path = ctx["graphs"][whose, model] = os.path.join(ctx["work"], f"{whose}_{model}.meta")
+        path = ctx["graphs"][whose, model] = os.path.join(work, f"{whose}_{model}.meta")
         result, error = ctx["runner"].finish(ctx["runner"].start(
             "export_graph", dict(model=model, path=path), reference))
         if error:
@@ -250,7 +249,7 @@ def main(argv=None):
           run.log(f"{model:10s} {a} / {b} round {index + 1}: {ratios[-1]:.2f}")
         data["pairs"].append(dict(model=model, a=a, b=b, bound=bound, ratios=ratios))
   finally:
-    shutil.rmtree(ctx["work"], ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
   data["load_after"] = os.getloadavg()
   if args.json:
     with open(args.json, "w") as f:
